@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install the system packages the tests use besides Java: PostgreSQL server and its JDBC driver.
+set -euo pipefail
+need=()
+[ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+  echo "system-deps: missing ${need[*]} and cannot apt-get install them; PostgreSQL tests will skip" >&2
+  exit 0
+fi
+echo "system-deps: installing ${need[*]}" >&2
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null

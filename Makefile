@@ -1,0 +1,39 @@
+# The targets README.md names. `make demo` and `make test` work on a fresh machine with Java 17.
+VENV   ?= .venv
+PYTHON ?= python3
+PY      = $(VENV)/bin/python
+PYTEST_ARGS ?=
+
+.PHONY: install system-deps demo test lint typecheck unit clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+# What the tests need from the system besides Java: PostgreSQL and its JDBC driver (for the
+# PostgreSQL-backed metastore tests). Installed with apt when we may; otherwise those tests skip.
+system-deps:
+	@bash .ci/system-deps.sh
+
+demo: install
+	$(VENV)/bin/sqlext demo
+
+lint: install
+	$(VENV)/bin/ruff check sqlext tests bench
+	$(VENV)/bin/ruff format --check sqlext tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+unit: install
+	$(PY) -m pytest -m "not hms and not spark and not postgres" $(PYTEST_ARGS)
+
+test: install system-deps lint typecheck
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

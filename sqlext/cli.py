@@ -1,0 +1,124 @@
+"""The ``sqlext`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sqlext.config import SqlextConfig
+from sqlext.errors import SqlextError
+from sqlext.metastore import launcher
+from sqlext.metastore.launcher import Backend, MetastoreSettings
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
+    base = SqlextConfig.load().metastore_settings()
+    backend = Backend(args.backend) if args.backend else base.backend
+    postgres = backend is Backend.POSTGRES
+    return MetastoreSettings(
+        port=args.port if args.port is not None else base.port,
+        home=Path(args.home).resolve() if args.home else base.home,
+        warehouse=args.warehouse or base.warehouse,
+        backend=backend,
+        jdbc_url=args.jdbc_url or base.jdbc_url,
+        user=args.user or (base.user if base.backend is backend else ("hive" if postgres else "APP")),
+        password=args.password
+        or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
+        jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
+    )
+
+
+def _metastore_start(args: argparse.Namespace) -> int:
+    settings = _metastore_settings(args)
+    result = launcher.start(settings)
+    if result.already_running:
+        print(f"Hive Metastore already running at {result.uri}", file=sys.stderr)
+    else:
+        print(
+            f"Hive Metastore started (pid {result.pid}, {settings.backend} backend, log {settings.log_file})",
+            file=sys.stderr,
+        )
+    print(result.uri)
+    return 0
+
+
+def _metastore_status(args: argparse.Namespace) -> int:
+    current = launcher.status(_metastore_settings(args))
+    print(current.describe())
+    return 0 if current.answering else 3
+
+
+def _metastore_stop(args: argparse.Namespace) -> int:
+    settings = _metastore_settings(args)
+    if launcher.stop(settings):
+        print(f"Hive Metastore at {settings.uri} stopped")
+    else:
+        print(f"No Hive Metastore started from {settings.home} runs on port {settings.port}")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from sqlext.demo import run_demo
+
+    return run_demo(args)
+
+
+def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, help="Thrift port (default 9083, or spark.sqlext.metastore.port)")
+    parser.add_argument("--home", help="directory for the metastore's database, config, pid and log")
+    parser.add_argument("--warehouse", help="warehouse dir URI (default <home>/warehouse)")
+    parser.add_argument(
+        "--backend", choices=[b.value for b in Backend], help="database backend (default derby)"
+    )
+    parser.add_argument(
+        "--jdbc-url", help="PostgreSQL JDBC URL, e.g. jdbc:postgresql://localhost:5432/metastore"
+    )
+    parser.add_argument("--user", help="database user")
+    parser.add_argument("--password", help="database password")
+    parser.add_argument("--jdbc-driver-jar", help="JDBC driver jar (default /usr/share/java/postgresql.jar)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sqlext",
+        description="Flink-style streaming file sinks with partition commit, on Spark and the HMS.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    metastore = commands.add_parser("metastore", help="run the embedded Hive Metastore")
+    actions = metastore.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, handler, help_text in (
+        ("start", _metastore_start, "start it (a no-op if one answers there) and print its thrift:// URI"),
+        ("status", _metastore_status, "say whether it runs (exit 3 when it does not answer)"),
+        ("stop", _metastore_stop, "stop the one this home started"),
+    ):
+        action = actions.add_parser(name, help=help_text)
+        _add_metastore_flags(action)
+        action.set_defaults(handler=handler)
+
+    demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
+    demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")
+    demo.add_argument("--port", type=int, default=9083, help="embedded metastore port (default 9083)")
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sqlext`` console script."""
+    args = build_parser().parse_args(argv)
+    handler: Command = args.handler
+    try:
+        return handler(args)
+    except SqlextError as exc:
+        print(f"sqlext: error: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""sqlext's own configuration: ``spark.sqlext.*`` keys of the Spark conf, then a conf file, then defaults.
+
+The conf file is ``$SQLEXT_CONF`` if set, else the shipped ``conf/sqlext-defaults.conf``. Keys are the
+same in all three places, so ``spark-submit --conf spark.sqlext.metastore.uris=thrift://...`` and a line
+``spark.sqlext.metastore.uris = thrift://...`` in the file mean the same.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlext.errors import ConfigError
+from sqlext.metastore.client import RetryPolicy
+from sqlext.metastore.launcher import Backend, MetastoreSettings
+from sqlext.options import parse_duration
+from sqlext.paths import default_home, packaged_conf_dir
+
+PREFIX = "spark.sqlext."
+
+METASTORE_URIS = PREFIX + "metastore.uris"
+METASTORE_PORT = PREFIX + "metastore.port"
+METASTORE_HOME = PREFIX + "metastore.home"
+METASTORE_BACKEND = PREFIX + "metastore.backend"
+METASTORE_JDBC_URL = PREFIX + "metastore.jdbc-url"
+METASTORE_USER = PREFIX + "metastore.user"
+METASTORE_PASSWORD = PREFIX + "metastore.password"
+METASTORE_DRIVER_JAR = PREFIX + "metastore.jdbc-driver-jar"
+METASTORE_RETRY_DEADLINE = PREFIX + "metastore.retry.deadline"
+WAREHOUSE = PREFIX + "warehouse"
+CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
+
+#: Every key sqlext reads, with its meaning (the reference in README is written from this).
+KEYS: dict[str, str] = {
+    METASTORE_URIS: "Hive Metastore URIs (thrift://host:port[,...]). Unset: start the embedded metastore.",
+    METASTORE_PORT: "Port of the embedded metastore (default 9083).",
+    METASTORE_HOME: "Home dir of the embedded metastore (default $SQLEXT_HOME/metastore).",
+    METASTORE_BACKEND: "Database of the embedded metastore: derby (default) or postgres.",
+    METASTORE_JDBC_URL: "JDBC URL of the embedded metastore's PostgreSQL database.",
+    METASTORE_USER: "Database user of the embedded metastore.",
+    METASTORE_PASSWORD: "Database password of the embedded metastore.",
+    METASTORE_DRIVER_JAR: "JDBC driver jar (default /usr/share/java/postgresql.jar for postgres).",
+    METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s).",
+    WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
+    CHECKPOINT_ROOT: "Root of the checkpoints of sqlext's streaming inserts.",
+}
+
+
+def read_conf_file(path: Path) -> dict[str, str]:
+    """Read ``key = value`` lines (``#`` comments, blank lines ignored)."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        stripped = line.split("#", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if not stripped:
+            continue
+        key, sep, value = stripped.partition("=")
+        if not sep:
+            key, _, value = stripped.partition(" ")
+        if not key.strip():
+            raise ConfigError(f"{path}:{number}: expected 'key = value', got '{line}'.")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def conf_file() -> Path:
+    explicit = os.environ.get("SQLEXT_CONF")
+    return Path(explicit) if explicit else packaged_conf_dir() / "sqlext-defaults.conf"
+
+
+@dataclass(frozen=True)
+class SqlextConfig:
+    """The resolved ``spark.sqlext.*`` settings."""
+
+    values: Mapping[str, str]
+
+    @classmethod
+    def load(cls, spark_conf: Mapping[str, str] | None = None) -> SqlextConfig:
+        """Merge the conf file under the ``spark.sqlext.*`` keys of ``spark_conf``."""
+        path = conf_file()
+        merged = read_conf_file(path) if path.is_file() else {}
+        merged.update({k: v for k, v in (spark_conf or {}).items() if k.startswith(PREFIX)})
+        return cls(merged)
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+    @property
+    def metastore_uris(self) -> str | None:
+        """Configured external metastore URIs, or None for the embedded one."""
+        return self.values.get(METASTORE_URIS) or None
+
+    @property
+    def retry(self) -> RetryPolicy:
+        raw = self.values.get(METASTORE_RETRY_DEADLINE, "60 s")
+        try:
+            return RetryPolicy(deadline_s=parse_duration(raw).total_seconds())
+        except ValueError as exc:
+            raise ConfigError(
+                f"Invalid value for '{METASTORE_RETRY_DEADLINE}': '{raw}'. Expected {exc}.",
+                option=METASTORE_RETRY_DEADLINE,
+                value=raw,
+            ) from None
+
+    @property
+    def home(self) -> Path:
+        return default_home()
+
+    def metastore_settings(self) -> MetastoreSettings:
+        """Settings of the embedded metastore from the ``spark.sqlext.metastore.*`` keys."""
+        v = self.values
+        try:
+            port = int(v.get(METASTORE_PORT, "9083"))
+            backend = Backend(v.get(METASTORE_BACKEND, "derby"))
+        except ValueError as exc:
+            raise ConfigError(f"Invalid embedded metastore setting: {exc}.") from None
+        home = Path(v[METASTORE_HOME]) if METASTORE_HOME in v else default_home() / "metastore"
+        postgres = backend is Backend.POSTGRES
+        return MetastoreSettings(
+            port=port,
+            home=home,
+            warehouse=v.get(WAREHOUSE),
+            backend=backend,
+            jdbc_url=v.get(METASTORE_JDBC_URL),
+            user=v.get(METASTORE_USER, "hive" if postgres else "APP"),
+            password=v.get(METASTORE_PASSWORD, "hive" if postgres else "mine"),
+            jdbc_driver_jar=Path(v[METASTORE_DRIVER_JAR]) if METASTORE_DRIVER_JAR in v else None,
+        )

@@ -1,0 +1,273 @@
+"""The one Hive Metastore client of sqlext: connect, retry transport errors with backoff, close.
+
+Every other module reaches the HMS through :class:`MetastoreClient`; nothing else opens sockets to it.
+It calls only Thrift methods that HMS 2.3 through 4.x all serve (``get_table_req``, never
+``get_table``, which Hive 4.0.1 removed; ``add_partitions_req``;
+``alter_partitions_with_environment_context``; ``get_partitions_by_names``; ``get_partition_names``),
+so one code path serves the embedded 2.3 server and a production 4.x one.
+
+Retries cover the transport only (refused connection, reset socket, timeout). Errors the HMS answers
+with (``NoSuchObjectException``, ``AlreadyExistsException``, ``MetaException``) are the caller's to
+handle and are never retried. A call retried after a transport error may have been applied once
+already, so callers make their calls idempotent (``ifNotExists``, alter-or-create).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeVar
+from urllib.parse import urlparse
+
+from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ttypes
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TSocket, TTransport
+from thrift.transport.TTransport import TTransportException
+
+from sqlext.errors import ConfigError, MetastoreUnavailableError
+
+log = logging.getLogger(__name__)
+# thrift logs every refused connection at ERROR; this module reports transport failures itself.
+logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
+
+T = TypeVar("T")
+
+#: Partitions sent per ``add_partitions_req`` / ``alter_partitions`` call.
+PARTITION_BATCH = 100
+
+_TRANSPORT_ERRORS = (TTransportException, OSError, EOFError, socket.timeout)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long and how often to retry a call that failed in the transport."""
+
+    deadline_s: float = 60.0
+    initial_backoff_s: float = 0.2
+    max_backoff_s: float = 5.0
+    socket_timeout_s: float = 60.0
+
+    def backoffs(self) -> Iterator[float]:
+        """Exponential backoff delays, capped at ``max_backoff_s``."""
+        delay = self.initial_backoff_s
+        while True:
+            yield delay
+            delay = min(delay * 2, self.max_backoff_s)
+
+
+@dataclass(frozen=True)
+class MetastoreAddress:
+    """One ``thrift://host:port`` endpoint."""
+
+    host: str
+    port: int
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+
+def parse_uris(uris: str) -> list[MetastoreAddress]:
+    """Parse Hive's ``hive.metastore.uris`` form: comma-separated ``thrift://host:port`` entries."""
+    addresses = []
+    for raw in uris.split(","):
+        entry = raw.strip()
+        if not entry:
+            continue
+        parsed = urlparse(entry)
+        if parsed.scheme != "thrift" or not parsed.hostname or not parsed.port:
+            raise ConfigError(
+                f"Invalid metastore URI '{entry}': expected thrift://host:port "
+                "(comma-separated for several metastores).",
+                option="spark.sqlext.metastore.uris",
+                value=uris,
+            )
+        addresses.append(MetastoreAddress(parsed.hostname, parsed.port))
+    if not addresses:
+        raise ConfigError("No metastore URI given: expected thrift://host:port.", value=uris)
+    return addresses
+
+
+class MetastoreClient:
+    """A retrying connection to a Hive Metastore. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, uris: str, retry: RetryPolicy | None = None) -> None:
+        self.addresses = parse_uris(uris)
+        self.retry = retry or RetryPolicy()
+        self._client: Any = None
+        self._next_address = 0
+
+    @property
+    def uri(self) -> str:
+        """The URIs this client was given, as given."""
+        return ",".join(address.uri for address in self.addresses)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection, if open. The client reconnects on its next call."""
+        if self._client is not None:
+            with contextlib.suppress(*_TRANSPORT_ERRORS):
+                self._client.close()
+            self._client = None
+
+    def _connect(self) -> Any:
+        address = self.addresses[self._next_address % len(self.addresses)]
+        self._next_address += 1
+        sock = TSocket.TSocket(address.host, address.port)
+        sock.setTimeout(self.retry.socket_timeout_s * 1000)
+        protocol = TBinaryProtocol.TBinaryProtocol(TTransport.TBufferedTransport(sock))
+        client = hmsclient.HMSClient(iprot=protocol)
+        client.open()
+        return client
+
+    def call(self, method: str, *args: Any) -> Any:
+        """Call a Thrift method by name, reconnecting and retrying on transport errors until the
+        retry deadline, then raising :class:`MetastoreUnavailableError`."""
+        deadline = time.monotonic() + self.retry.deadline_s
+        backoffs = self.retry.backoffs()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                if self._client is None:
+                    self._client = self._connect()
+                return getattr(self._client, method)(*args)
+            except _TRANSPORT_ERRORS as exc:
+                self.close()
+                delay = next(backoffs)
+                if time.monotonic() + delay > deadline:
+                    raise MetastoreUnavailableError(
+                        f"Hive Metastore at {self.uri} did not answer '{method}' within "
+                        f"{self.retry.deadline_s:g} s ({attempt} attempts; last error: {exc})."
+                    ) from exc
+                log.warning(
+                    "Hive Metastore at %s unreachable for %s (attempt %d: %s); retrying in %.1f s",
+                    self.uri,
+                    method,
+                    attempt,
+                    exc,
+                    delay,
+                )
+                time.sleep(delay)
+
+    # -- databases -------------------------------------------------------------------------------
+
+    def get_all_databases(self) -> list[str]:
+        return list(self.call("get_all_databases"))
+
+    def get_database(self, name: str) -> ttypes.Database | None:
+        """The database, or None when the HMS has none of that name."""
+        try:
+            return self.call("get_database", name)
+        except ttypes.NoSuchObjectException:
+            return None
+
+    def create_database(
+        self, name: str, location: str | None = None, description: str = "", if_not_exists: bool = True
+    ) -> bool:
+        """Create a database; return False when it existed (and ``if_not_exists`` was set)."""
+        database = ttypes.Database(name=name, description=description, locationUri=location, parameters={})
+        try:
+            self.call("create_database", database)
+        except ttypes.AlreadyExistsException:
+            if not if_not_exists:
+                raise
+            return False
+        return True
+
+    def drop_database(self, name: str, cascade: bool = False) -> None:
+        self.call("drop_database", name, False, cascade)
+
+    # -- tables ----------------------------------------------------------------------------------
+
+    def get_all_tables(self, database: str) -> list[str]:
+        return list(self.call("get_all_tables", database))
+
+    def get_table(self, database: str, name: str) -> ttypes.Table | None:
+        """The table, or None when it does not exist (``get_table_req``: served by HMS 2.3 to 4.x)."""
+        try:
+            response = self.call("get_table_req", ttypes.GetTableRequest(dbName=database, tblName=name))
+        except ttypes.NoSuchObjectException:
+            return None
+        return response.table
+
+    def create_table(self, table: ttypes.Table) -> None:
+        self.call("create_table", table)
+
+    def alter_table(self, database: str, name: str, table: ttypes.Table) -> None:
+        self.call("alter_table", database, name, table)
+
+    def drop_table(self, database: str, name: str, delete_data: bool = False) -> bool:
+        """Drop a table; return False when it did not exist."""
+        try:
+            self.call("drop_table", database, name, delete_data)
+        except ttypes.NoSuchObjectException:
+            return False
+        return True
+
+    # -- partitions ------------------------------------------------------------------------------
+
+    def get_partition_names(self, database: str, table: str) -> list[str]:
+        """Partition names (``k1=v1/k2=v2``, escaped as Hive escapes paths)."""
+        return list(self.call("get_partition_names", database, table, -1))
+
+    def get_partitions_by_names(
+        self, database: str, table: str, names: Sequence[str]
+    ) -> list[ttypes.Partition]:
+        """The partitions of those names that exist (missing names are left out)."""
+        return _chunked(names, lambda chunk: self.call("get_partitions_by_names", database, table, chunk))
+
+    def add_partitions(self, database: str, table: str, partitions: Sequence[ttypes.Partition]) -> None:
+        """Add partitions, skipping those that exist, in batched calls (``add_partitions_req``)."""
+
+        def add(chunk: list[ttypes.Partition]) -> list[Any]:
+            request = ttypes.AddPartitionsRequest(
+                dbName=database, tblName=table, parts=chunk, ifNotExists=True, needResult=False
+            )
+            self.call("add_partitions_req", request)
+            return []
+
+        _chunked(partitions, add)
+
+    def alter_partitions(self, database: str, table: str, partitions: Sequence[ttypes.Partition]) -> None:
+        """Replace the stored descriptors and parameters of existing partitions, in batched calls.
+
+        The statistics sent are kept as sent: without ``DO_NOT_UPDATE_STATS`` the HMS recomputes
+        numFiles/totalSize by listing each partition directory itself.
+        """
+        context = ttypes.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
+
+        def alter(chunk: list[ttypes.Partition]) -> list[Any]:
+            self.call("alter_partitions_with_environment_context", database, table, chunk, context)
+            return []
+
+        _chunked(partitions, alter)
+
+    def drop_partition(
+        self, database: str, table: str, values: Sequence[str], delete_data: bool = False
+    ) -> bool:
+        """Drop one partition by its values; return False when it did not exist."""
+        try:
+            return bool(self.call("drop_partition", database, table, list(values), delete_data))
+        except ttypes.NoSuchObjectException:
+            return False
+
+
+def _chunked(items: Sequence[T], call: Callable[[list[T]], list[Any]]) -> list[Any]:
+    results: list[Any] = []
+    for start in range(0, len(items), PARTITION_BATCH):
+        results.extend(call(list(items[start : start + PARTITION_BATCH])))
+    return results

@@ -1,0 +1,256 @@
+"""Typed option declarations, in the spirit of Flink's ``ConfigOption``.
+
+Each option is declared once, with key, type, default and description; validation, the generated
+options reference and the code that reads options all come from that one declaration. Values are
+written as Flink writes them: durations ``'10 s'``, ``'1 min'``, ``'1 h'``, ``'2 d'``, ``'100ms'``;
+memory sizes ``'128MB'``, ``'1 gb'``; booleans ``'true'``/``'false'``; lists comma-separated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Generic, TypeVar
+
+from sqlext.errors import OptionError, did_you_mean
+
+T = TypeVar("T")
+
+_DURATION_UNITS: dict[str, float] = {}
+_duration_names: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("ns", "nano", "nanos", "nanosecond", "nanoseconds"), 1e-9),
+    (("us", "µs", "micro", "micros", "microsecond", "microseconds"), 1e-6),
+    (("ms", "milli", "millis", "millisecond", "milliseconds"), 1e-3),
+    (("s", "sec", "secs", "second", "seconds"), 1.0),
+    (("min", "m", "minute", "minutes"), 60.0),
+    (("h", "hour", "hours"), 3600.0),
+    (("d", "day", "days"), 86400.0),
+)
+for _names, _seconds in _duration_names:
+    for _name in _names:
+        _DURATION_UNITS[_name] = _seconds
+
+_MEMORY_UNITS: dict[str, int] = {}
+for _names, _bytes in (
+    (("b", "bytes"), 1),
+    (("k", "kb", "kibibytes"), 1 << 10),
+    (("m", "mb", "mebibytes"), 1 << 20),
+    (("g", "gb", "gibibytes"), 1 << 30),
+    (("t", "tb", "tebibytes"), 1 << 40),
+):
+    for _name in _names:
+        _MEMORY_UNITS[_name] = _bytes
+
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+
+DURATION_FORM = "a duration such as '100ms', '10 s', '1 min', '1 h' or '2 d' (a number without unit is ms)"
+MEMORY_FORM = "a memory size such as '512kb', '128MB' or '1 gb' (a number without unit is bytes)"
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a Flink duration (``'10 s'``, ``'1 min'``, ``'100ms'``; a bare number is milliseconds)."""
+    match = _AMOUNT.match(text)
+    if not match:
+        raise ValueError(DURATION_FORM)
+    amount, unit = float(match.group(1)), match.group(2).lower()
+    if unit and unit not in _DURATION_UNITS:
+        raise ValueError(DURATION_FORM)
+    return timedelta(seconds=amount * (_DURATION_UNITS[unit] if unit else 1e-3))
+
+
+def parse_memory_size(text: str) -> int:
+    """Parse a Flink memory size into bytes (``'128MB'``, ``'1 gb'``; a bare number is bytes)."""
+    match = _AMOUNT.match(text)
+    if not match:
+        raise ValueError(MEMORY_FORM)
+    amount, unit = float(match.group(1)), match.group(2).lower()
+    if unit and unit not in _MEMORY_UNITS:
+        raise ValueError(MEMORY_FORM)
+    size = int(amount * (_MEMORY_UNITS[unit] if unit else 1))
+    if size <= 0:
+        raise ValueError(MEMORY_FORM + ", greater than 0")
+    return size
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest Flink form of a duration: ``'1 h'``, ``'90 s'``, ``'100 ms'``."""
+    millis = round(value.total_seconds() * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if millis and millis % size == 0:
+            return f"{millis // size} {unit}"
+    return f"{millis} ms"
+
+
+def format_memory_size(value: int) -> str:
+    for unit, size in (("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
+        if value % size == 0:
+            return f"{value // size}{unit}"
+    return f"{value}b"
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ValueError("'true' or 'false'")
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError("an integer") from None
+
+
+def _parse_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+@dataclass(frozen=True)
+class OptionType(Generic[T]):
+    """A value type: its name in docs, how to parse it, how to print a value back."""
+
+    name: str
+    parse: Callable[[str], T]
+    render: Callable[[T], str] = str
+    form: str = ""
+
+
+STRING: OptionType[str] = OptionType("String", lambda text: text, form="any string")
+INT: OptionType[int] = OptionType("Integer", _parse_int, form="an integer")
+BOOLEAN: OptionType[bool] = OptionType("Boolean", _parse_bool, lambda v: str(v).lower(), "'true' or 'false'")
+DURATION: OptionType[timedelta] = OptionType("Duration", parse_duration, format_duration, DURATION_FORM)
+MEMORY_SIZE: OptionType[int] = OptionType("MemorySize", parse_memory_size, format_memory_size, MEMORY_FORM)
+LIST: OptionType[list[str]] = OptionType("List<String>", _parse_list, ",".join, "a comma-separated list")
+
+
+def enum_type(*choices: str) -> OptionType[str]:
+    """An option whose value is one of ``choices`` (compared case-insensitively, returned as declared)."""
+
+    def parse(text: str) -> str:
+        for choice in choices:
+            if text.strip().lower() == choice.lower():
+                return choice
+        raise ValueError(f"one of {', '.join(repr(c) for c in choices)}.{did_you_mean(text, choices)}")
+
+    return OptionType("Enum", parse, form=f"one of {', '.join(choices)}")
+
+
+def enum_list_type(*choices: str) -> OptionType[list[str]]:
+    """A comma-separated list whose every item is one of ``choices``."""
+    item = enum_type(*choices)
+    return OptionType(
+        "List<Enum>",
+        lambda text: [item.parse(part) for part in _parse_list(text)],
+        ",".join,
+        f"a comma-separated list of {', '.join(choices)}",
+    )
+
+
+@dataclass(frozen=True)
+class ConfigOption(Generic[T]):
+    """One option: key, type, default (None: no default) and description.
+
+    ``prefix=True`` declares a family (e.g. ``fields.#.kind`` or ``parquet.``) whose keys start with
+    the key; ``check`` adds a constraint beyond the type (a range, a time zone id).
+    """
+
+    key: str
+    type: OptionType[T]
+    default: T | None = None
+    description: str = ""
+    prefix: bool = False
+    check: Callable[[T], str | None] | None = field(default=None, compare=False)
+
+    def parse(self, raw: str, key: str | None = None) -> T:
+        """Parse a raw value, raising :class:`OptionError` naming option, value and accepted form."""
+        name = key or self.key
+        try:
+            value = self.type.parse(raw)
+        except ValueError as exc:
+            raise OptionError(
+                f"Invalid value for option '{name}': '{raw}'. Expected {exc}.", option=name, value=raw
+            ) from None
+        problem = self.check(value) if self.check else None
+        if problem:
+            raise OptionError(
+                f"Invalid value for option '{name}': '{raw}'. {problem}", option=name, value=raw
+            )
+        return value
+
+    def matches(self, key: str) -> bool:
+        return key.startswith(self.key) if self.prefix else key == self.key
+
+    @property
+    def default_text(self) -> str:
+        return "(none)" if self.default is None else self.type.render(self.default)
+
+
+def positive(value: Any) -> str | None:
+    """Constraint: a number, or a duration, greater than zero."""
+    amount = value.total_seconds() if isinstance(value, timedelta) else value
+    return None if amount > 0 else "It must be greater than 0."
+
+
+def non_negative(value: Any) -> str | None:
+    amount = value.total_seconds() if isinstance(value, timedelta) else value
+    return None if amount >= 0 else "It must not be negative."
+
+
+class Options:
+    """Raw ``WITH`` options of a table, read through their declarations."""
+
+    def __init__(self, raw: Mapping[str, str]) -> None:
+        self.raw = dict(raw)
+
+    def get(self, option: ConfigOption[T]) -> T:
+        """The parsed value of a declared option, or its default (which may be None)."""
+        if option.key in self.raw:
+            return option.parse(self.raw[option.key])
+        return option.default  # type: ignore[return-value]
+
+    def require(self, option: ConfigOption[T]) -> T:
+        value = self.get(option)
+        if value is None:
+            raise OptionError(f"Missing required option '{option.key}'.", option=option.key)
+        return value
+
+    def with_prefix(self, prefix: str) -> dict[str, str]:
+        """The raw options whose keys start with ``prefix``, prefix stripped."""
+        return {key[len(prefix) :]: value for key, value in self.raw.items() if key.startswith(prefix)}
+
+
+def validate(
+    identifier: str,
+    raw: Mapping[str, str],
+    required: Sequence[ConfigOption[Any]],
+    optional: Sequence[ConfigOption[Any]],
+    ignored_keys: Iterable[str] = ("connector",),
+) -> None:
+    """Check raw options against declarations, with Flink's wording for each failure."""
+    declared = [*required, *optional]
+    missing = [option.key for option in required if option.key not in raw]
+    if missing:
+        raise OptionError(
+            "One or more required options are missing.\n\nMissing required options are:\n\n"
+            + "\n".join(sorted(missing)),
+            option=missing[0],
+        )
+    ignored = set(ignored_keys)
+    unknown = [key for key in raw if key not in ignored and not any(o.matches(key) for o in declared)]
+    if unknown:
+        supported = sorted({*ignored, *(o.key + ("*" if o.prefix else "") for o in declared)})
+        hint = did_you_mean(unknown[0], [o.key for o in declared])
+        raise OptionError(
+            f"Unsupported options found for '{identifier}'.\n\nUnsupported options:\n\n"
+            + "\n".join(sorted(unknown))
+            + f"\n\nSupported options:\n\n{chr(10).join(supported)}\n{hint.strip()}".rstrip(),
+            option=unknown[0],
+            value=raw[unknown[0]],
+        )
+    for key, value in raw.items():
+        for option in declared:
+            if option.matches(key) and not option.prefix:
+                option.parse(value, key)

@@ -1,0 +1,39 @@
+"""Where sqlext keeps its own files on the local machine, and where its packaged config lives."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+
+def default_home() -> Path:
+    """The directory for sqlext's local state: ``$SQLEXT_HOME``, else ``$XDG_DATA_HOME/sqlext``,
+    else ``~/.local/share/sqlext``."""
+    explicit = os.environ.get("SQLEXT_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home).expanduser().resolve() / "sqlext"
+
+
+def packaged_conf_dir() -> Path:
+    """The directory holding the shipped config templates (``conf/`` in a checkout, ``sqlext/_conf``
+    in an installed wheel)."""
+    installed = Path(str(resources.files("sqlext"))) / "_conf"
+    if installed.is_dir():
+        return installed
+    checkout = Path(__file__).resolve().parent.parent / "conf"
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"sqlext's config templates are missing: looked in {installed} and {checkout}")
+
+
+def pyspark_jars_dir() -> Path:
+    """The ``jars`` directory of the installed pyspark (Spark's and Hive 2.3's jars)."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    if not jars.is_dir():
+        raise FileNotFoundError(f"pyspark is installed without its jars directory ({jars})")
+    return jars

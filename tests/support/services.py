@@ -1,0 +1,145 @@
+"""Session-scoped real services: a Hive Metastore from the launcher, Spark pointed at it, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from sqlext.metastore import launcher
+from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.paths import packaged_conf_dir
+from tests.support.waiting import free_port, wait_for
+
+
+@pytest.fixture(scope="session")
+def metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetastoreSettings]:
+    """A real Derby-backed Hive Metastore on a free port, for the whole test session."""
+    home = tmp_path_factory.mktemp("metastore")
+    settings = MetastoreSettings(port=free_port(), home=home)
+    launcher.start(settings)
+    yield settings
+    launcher.stop(settings)
+
+
+@pytest.fixture
+def hms(metastore: MetastoreSettings) -> Iterator[MetastoreClient]:
+    """A client of the session's metastore."""
+    with MetastoreClient(metastore.uri) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("warehouse")
+
+
+@pytest.fixture(scope="session")
+def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
+    """A local Spark session with Hive support on the session's metastore."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sqlext-tests")
+        .config("spark.hadoop.hive.metastore.uris", metastore.uri)
+        .config("spark.sql.warehouse.dir", warehouse.as_uri())
+        .config("spark.sqlext.metastore.uris", metastore.uri)
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
+        .enableHiveSupport()
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("WARN")
+    yield session
+    session.stop()
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    port: int
+    database: str
+    user: str
+    password: str
+
+    @property
+    def jdbc_url(self) -> str:
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}"
+
+
+def _postgres_bin() -> Path | None:
+    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return candidates[-1].parent if candidates else None
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL cluster on a free port (run as the 'postgres' user when we are root)."""
+    bin_dir = _postgres_bin()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL server binaries (Debian package postgresql) are not installed")
+    if not launcher.DEFAULT_POSTGRES_JAR.is_file():
+        pytest.skip("PostgreSQL JDBC driver (Debian package libpostgresql-jdbc-java) is not installed")
+    # pytest's temp dirs are private to root; PostgreSQL refuses to run as root, so its cluster
+    # lives in a directory of its own that the 'postgres' user owns.
+    base = Path(tempfile.mkdtemp(prefix="sqlext-pg-"))
+    data = base / "data"
+    data.mkdir()
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        base.chmod(0o755)
+        shutil.chown(data, "postgres", "postgres")
+        as_user = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    password = "hive"
+    pwfile = base / "pgpass"
+    pwfile.write_text(password)
+    pwfile.chmod(0o644)
+    subprocess.run(
+        [*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "hive", f"--pwfile={pwfile}", "-A", "md5"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_user,
+            str(bin_dir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(data / "server.log"),
+            "-w",
+            "-o",
+            f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    env = {**os.environ, "PGPASSWORD": password}
+    subprocess.run(
+        [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "hive", "metastore"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    yield PostgresServer(port, "metastore", "hive", password)
+    subprocess.run(
+        [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"],
+        check=False,
+        capture_output=True,
+    )
+    wait_for(lambda: not (data / "postmaster.pid").exists(), 30, what="PostgreSQL to stop")
+    shutil.rmtree(base, ignore_errors=True)
