@@ -1,0 +1,1 @@
+"""Built-in connectors. Each module declares one connector factory and its options."""

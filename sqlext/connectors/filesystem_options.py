@@ -1,0 +1,271 @@
+"""Options of the ``filesystem`` connector: Flink's ``FileSystemConnectorOptions``, same keys, same
+defaults and meanings, plus sqlext's own additions (marked "sqlext:" in their descriptions).
+
+Differences from Flink, on purpose:
+- ``partition.default-name`` defaults to Hive's ``__HIVE_DEFAULT_PARTITION__`` (Flink's filesystem
+  connector uses ``__DEFAULT_PARTITION__``): every sqlext table lives in the HMS and every HMS reader
+  reads Hive's name back as NULL.
+- ``sink.partition-commit.policy.kind`` of a partitioned table defaults to ``metastore,success-file``
+  (Flink commits nothing without it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlext.options import (
+    BOOLEAN,
+    DURATION,
+    INT,
+    MEMORY_SIZE,
+    STRING,
+    ConfigOption,
+    OptionType,
+    enum_list_type,
+    enum_type,
+    non_negative,
+    positive,
+)
+
+FORMATS = ("parquet", "orc", "csv", "json")
+TRIGGER_PROCESS_TIME = "process-time"
+TRIGGER_PARTITION_TIME = "partition-time"
+POLICY_METASTORE = "metastore"
+POLICY_SUCCESS_FILE = "success-file"
+POLICY_CUSTOM = "custom"
+DEFAULT_POLICIES = (POLICY_METASTORE, POLICY_SUCCESS_FILE)
+HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _time_zone(zone: str) -> str | None:
+    if zone.upper() in ("UTC", "Z"):
+        return None
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return "Expected a TZDB time zone id such as 'UTC', 'Asia/Shanghai' or 'America/Los_Angeles'."
+    return None
+
+
+def _semicolon_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(";") if item.strip()]
+
+
+SEMICOLON_LIST: OptionType[list[str]] = OptionType(
+    "List<String>", _semicolon_list, ";".join, "values separated by ';'"
+)
+
+PATH = ConfigOption("path", STRING, None, "The path of a directory (a URI: file://, hdfs://, s3a://, ...).")
+FORMAT = ConfigOption("format", enum_type(*FORMATS), None, "The file format: parquet, orc, csv or json.")
+PARTITION_DEFAULT_NAME = ConfigOption(
+    "partition.default-name",
+    STRING,
+    HIVE_DEFAULT_PARTITION,
+    "The partition directory name for a NULL or empty partition value. Defaults to Hive's name, which "
+    "every HMS reader reads back as NULL (Flink's filesystem default is __DEFAULT_PARTITION__).",
+)
+
+SOURCE_MONITOR_INTERVAL = ConfigOption(
+    "source.monitor-interval",
+    DURATION,
+    None,
+    "Interval at which the source looks for new files and partitions. Unset: the source is bounded "
+    "and reads what is there once.",
+    check=positive,
+)
+SOURCE_PATH_REGEX = ConfigOption(
+    "source.path.regex-pattern", STRING, None, "Only files whose full path matches this regex are read."
+)
+SOURCE_MAX_FILES_PER_TRIGGER = ConfigOption(
+    "source.max-files-per-trigger",
+    INT,
+    None,
+    "sqlext: at most this many new files per micro-batch of a streaming read (Flink has no such cap).",
+    check=positive,
+)
+
+ROLLING_FILE_SIZE = ConfigOption(
+    "sink.rolling-policy.file-size",
+    MEMORY_SIZE,
+    128 << 20,
+    "The maximum part file size before rolling to a new file (within one micro-batch).",
+)
+ROLLING_ROLLOVER_INTERVAL = ConfigOption(
+    "sink.rolling-policy.rollover-interval",
+    DURATION,
+    None,
+    "Accepted for Flink DDL. Files never stay open across micro-batches in sqlext: each batch (Flink's "
+    "checkpoint) closes its files, so files roll at least once per batch; set the trigger interval to bound "
+    "how long rows wait.",
+    check=positive,
+)
+ROLLING_INACTIVITY_INTERVAL = ConfigOption(
+    "sink.rolling-policy.inactivity-interval",
+    DURATION,
+    None,
+    "Accepted for Flink DDL; as for rollover-interval, every micro-batch closes its files.",
+    check=positive,
+)
+ROLLING_CHECK_INTERVAL = ConfigOption(
+    "sink.rolling-policy.check-interval",
+    DURATION,
+    None,
+    "Accepted for Flink DDL; rolling is decided per micro-batch, so there is nothing to check between.",
+    check=positive,
+)
+SHUFFLE_BY_PARTITION = ConfigOption(
+    "sink.shuffle-by-partition.enable",
+    BOOLEAN,
+    False,
+    "Cluster rows by partition values before writing: fewer files per partition, at the cost of a shuffle.",
+)
+SINK_PARALLELISM = ConfigOption(
+    "sink.parallelism",
+    INT,
+    None,
+    "Number of writer tasks. Unset: the parallelism of the input.",
+    check=positive,
+)
+
+COMMIT_TRIGGER = ConfigOption(
+    "sink.partition-commit.trigger",
+    enum_type(TRIGGER_PROCESS_TIME, TRIGGER_PARTITION_TIME),
+    TRIGGER_PROCESS_TIME,
+    "When a partition is committed: 'process-time' (machine time: first seen + delay), or "
+    "'partition-time' (the watermark passes the time extracted from the partition values + delay).",
+)
+COMMIT_DELAY = ConfigOption(
+    "sink.partition-commit.delay",
+    DURATION,
+    timedelta(0),
+    "The partition is not committed until this delay has passed ('1 h' for hourly partitions).",
+    check=non_negative,
+)
+WATERMARK_TIME_ZONE = ConfigOption(
+    "sink.partition-commit.watermark-time-zone",
+    STRING,
+    "UTC",
+    "Time zone in which a watermark (epoch millis) is turned into a local timestamp to compare with "
+    "partition times: 'UTC' for TIMESTAMP watermarks, the session zone (e.g. 'Asia/Shanghai') for "
+    "TIMESTAMP_LTZ ones.",
+    check=_time_zone,
+)
+COMMIT_POLICY_KIND = ConfigOption(
+    "sink.partition-commit.policy.kind",
+    enum_list_type(POLICY_METASTORE, POLICY_SUCCESS_FILE, POLICY_CUSTOM),
+    None,
+    "Policies run, in this order, on each partition when it is committed: 'metastore' (add or alter the HMS "
+    "partition with statistics), 'success-file' (write the success file), 'custom' (the policy class). "
+    "Unset on a partitioned table: 'metastore,success-file' (Flink commits nothing without it).",
+)
+COMMIT_POLICY_CLASS = ConfigOption(
+    "sink.partition-commit.policy.class",
+    STRING,
+    None,
+    "The custom policy: a Python class path 'package.module.Class' implementing PartitionCommitPolicy.",
+)
+COMMIT_POLICY_CLASS_PARAMETERS = ConfigOption(
+    "sink.partition-commit.policy.class.parameters",
+    SEMICOLON_LIST,
+    None,
+    "Parameters passed to the custom policy's constructor, separated by ';'.",
+)
+SUCCESS_FILE_NAME = ConfigOption(
+    "sink.partition-commit.success-file.name",
+    STRING,
+    "_SUCCESS",
+    "The name of the success file written by the 'success-file' policy.",
+)
+COMMIT_IDLE_TIMEOUT = ConfigOption(
+    "sink.partition-commit.idle-timeout",
+    DURATION,
+    None,
+    "sqlext: with 'partition-time', when no new data arrives for this long, pending partitions whose "
+    "time + delay is behind the wall clock (in the watermark time zone) are committed anyway. Unset: "
+    "they wait for the watermark, as in Flink.",
+    check=positive,
+)
+
+TIME_EXTRACTOR_KIND = ConfigOption(
+    "partition.time-extractor.kind",
+    enum_type("default", "custom"),
+    "default",
+    "How partition times are extracted: 'default' (timestamp-pattern/formatter) or 'custom' (the class).",
+)
+TIME_EXTRACTOR_CLASS = ConfigOption(
+    "partition.time-extractor.class",
+    STRING,
+    None,
+    "The custom extractor: a Python class path implementing PartitionTimeExtractor.",
+)
+TIME_EXTRACTOR_PATTERN = ConfigOption(
+    "partition.time-extractor.timestamp-pattern",
+    STRING,
+    None,
+    "How to build a timestamp from partition values, e.g. '$dt', '$year-$month-$day $hour:00:00', "
+    "'$dt $hr:00:00'. Unset: the first partition value.",
+)
+TIME_EXTRACTOR_FORMATTER = ConfigOption(
+    "partition.time-extractor.timestamp-formatter",
+    STRING,
+    None,
+    "A date-time pattern (Java DateTimeFormatter letters: yyyy MM dd HH mm ss) for the timestamp built by "
+    "the pattern, e.g. 'yyyyMMdd'. Unset: lenient 'yyyy-M-d[ H:m[:s]]'.",
+)
+
+AUTO_COMPACTION = ConfigOption(
+    "auto-compaction",
+    BOOLEAN,
+    False,
+    "Merge a partition's small files into files near compaction.file-size before it is committed.",
+)
+COMPACTION_FILE_SIZE = ConfigOption(
+    "compaction.file-size",
+    MEMORY_SIZE,
+    None,
+    "The target size of compacted files. Unset: sink.rolling-policy.file-size.",
+)
+
+FORMAT_OPTION_PREFIXES = tuple(
+    ConfigOption(f"{fmt}.", STRING, None, f"Options passed through to the {fmt} format.", prefix=True)
+    for fmt in FORMATS
+)
+
+SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
+    SOURCE_MONITOR_INTERVAL,
+    SOURCE_PATH_REGEX,
+    SOURCE_MAX_FILES_PER_TRIGGER,
+)
+
+SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
+    ROLLING_FILE_SIZE,
+    ROLLING_ROLLOVER_INTERVAL,
+    ROLLING_INACTIVITY_INTERVAL,
+    ROLLING_CHECK_INTERVAL,
+    SHUFFLE_BY_PARTITION,
+    SINK_PARALLELISM,
+    COMMIT_TRIGGER,
+    COMMIT_DELAY,
+    WATERMARK_TIME_ZONE,
+    COMMIT_POLICY_KIND,
+    COMMIT_POLICY_CLASS,
+    COMMIT_POLICY_CLASS_PARAMETERS,
+    SUCCESS_FILE_NAME,
+    COMMIT_IDLE_TIMEOUT,
+    TIME_EXTRACTOR_KIND,
+    TIME_EXTRACTOR_CLASS,
+    TIME_EXTRACTOR_PATTERN,
+    TIME_EXTRACTOR_FORMATTER,
+    AUTO_COMPACTION,
+    COMPACTION_FILE_SIZE,
+)
+
+REQUIRED_OPTIONS: tuple[ConfigOption[Any], ...] = (PATH, FORMAT)
+OPTIONAL_OPTIONS: tuple[ConfigOption[Any], ...] = (
+    PARTITION_DEFAULT_NAME,
+    *SOURCE_OPTIONS,
+    *SINK_OPTIONS,
+    *FORMAT_OPTION_PREFIXES,
+)

@@ -1,0 +1,1 @@
+"""The sink side: the insert plan, writers, the commit protocol and partition commit."""

@@ -1,0 +1,40 @@
+"""What the insert path hands a connector's sink, and what a sink must do with it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming import StreamingQuery
+
+
+@dataclass(frozen=True)
+class InsertPlan:
+    """One ``INSERT INTO``: how its rows are to be written.
+
+    ``query_name`` is the insert's stable identity across restarts (Flink's ``pipeline.name``; by
+    default derived from the sink table) and names its checkpoint directory ``checkpoint_location``.
+    """
+
+    query_name: str
+    checkpoint_location: str
+    static_partitions: Mapping[str, str] = field(default_factory=dict)
+    overwrite: bool = False
+    trigger_interval: str | None = None
+    available_now: bool = False
+
+
+class TableSink(ABC):
+    """A sink built by a connector factory for one table."""
+
+    @abstractmethod
+    def start_stream(self, rows: DataFrame, plan: InsertPlan) -> StreamingQuery:
+        """Start a streaming query writing ``rows`` (a streaming DataFrame) and return it at once."""
+
+    @abstractmethod
+    def write_batch(self, rows: DataFrame, plan: InsertPlan) -> None:
+        """Write ``rows`` (a bounded DataFrame) completely before returning."""
