@@ -1,0 +1,148 @@
+"""The commit log of a table: which batch of which writing query committed which files and partitions.
+
+In the spirit of Hudi's timeline, each batch of each query moves through three states, one small
+JSON file at a time under ``<table path>/_sqlext/log/<query>/``:
+
+``<batch>.requested``  the batch's files are staged (hidden) and the moves are planned;
+``<batch>.inflight``   moves to the partition directories have begun;
+``<batch>.completed``  every file is in place; later it also lists the partitions the batch committed.
+
+A transition writes the next state's file (atomically: temp file + rename) and then removes the
+previous one, so a reader finds at least one state for every batch that got that far. Restart reads
+it: a ``requested`` or ``inflight`` batch is finished (rolled forward) from its plan; a ``completed``
+batch that Spark replays is not written again. The directory name starts with ``_`` so that Spark,
+Hive and every Hadoop-style reader skip it when they list the table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from sqlext.fs import FileSystem, join
+
+LOG_DIR = "_sqlext/log"
+STAGING_DIR = "_sqlext/staging"
+_ENTRY_NAME = re.compile(r"^(\d{20})\.(requested|inflight|completed)$")
+
+
+class State(StrEnum):
+    REQUESTED = "requested"
+    INFLIGHT = "inflight"
+    COMPLETED = "completed"
+
+
+@dataclass
+class PlannedFile:
+    """One data file of a batch: where it was staged, where it goes, what it holds."""
+
+    staged: str
+    final: str
+    partition: str
+    size: int
+    rows: int | None
+
+
+@dataclass
+class LogEntry:
+    """One batch of one query in the commit log."""
+
+    query: str
+    batch: int
+    state: State
+    files: list[PlannedFile] = field(default_factory=list)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+    watermark_ms: int | None = None
+    batch_time_ms: int = 0
+    committed_partitions: list[str] = field(default_factory=list)
+    replaced_files: list[str] = field(default_factory=list)
+    operation: str = "append"
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows or 0 for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["state"] = str(self.state)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LogEntry:
+        files = [PlannedFile(**f) for f in data.get("files", [])]
+        return cls(
+            query=data["query"],
+            batch=int(data["batch"]),
+            state=State(data["state"]),
+            files=files,
+            partitions={k: list(v) for k, v in data.get("partitions", {}).items()},
+            watermark_ms=data.get("watermark_ms"),
+            batch_time_ms=int(data.get("batch_time_ms", 0)),
+            committed_partitions=list(data.get("committed_partitions", [])),
+            replaced_files=list(data.get("replaced_files", [])),
+            operation=data.get("operation", "append"),
+        )
+
+
+class CommitLog:
+    """The commit log of one table (all queries writing it)."""
+
+    def __init__(self, fs: FileSystem, table_path: str) -> None:
+        self.fs = fs
+        self.table_path = table_path
+        self.root = join(table_path, LOG_DIR)
+
+    def staging_dir(self, query: str, batch: int) -> str:
+        """Where a batch's files are written before they are committed (hidden from readers)."""
+        return join(self.table_path, STAGING_DIR, query, f"{batch:020d}")
+
+    def _file(self, query: str, batch: int, state: State) -> str:
+        return join(self.root, query, f"{batch:020d}.{state}")
+
+    def get(self, query: str, batch: int) -> LogEntry | None:
+        """The most advanced state recorded for a batch, or None."""
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            uri = self._file(query, batch, state)
+            if self.fs.exists(uri):
+                return LogEntry.from_json(self.fs.read_json(uri))
+        return None
+
+    def write(self, entry: LogEntry) -> None:
+        """Record ``entry`` in its state, then drop the file of any earlier state."""
+        self.fs.write_json(self._file(entry.query, entry.batch, entry.state), entry.to_json())
+        for earlier in State:
+            if earlier == entry.state:
+                break
+            self.fs.delete_file(self._file(entry.query, entry.batch, earlier))
+
+    def transition(self, entry: LogEntry, state: State) -> LogEntry:
+        entry.state = state
+        self.write(entry)
+        return entry
+
+    def queries(self) -> list[str]:
+        return self.fs.list_dirs(self.root)
+
+    def entries(self, query: str | None = None) -> Iterator[LogEntry]:
+        """Every entry (most advanced state per batch), by query then batch."""
+        for name in [query] if query else self.queries():
+            latest: dict[int, str] = {}
+            for status in self.fs.list_files(join(self.root, name), recursive=False):
+                match = _ENTRY_NAME.match(status.relative)
+                if match:
+                    batch = int(match.group(1))
+                    if batch not in latest or _rank(match.group(2)) > _rank(latest[batch].rsplit(".", 1)[1]):
+                        latest[batch] = status.uri
+            for batch in sorted(latest):
+                yield LogEntry.from_json(self.fs.read_json(latest[batch]))
+
+    def last_batch(self, query: str) -> int | None:
+        batches = [entry.batch for entry in self.entries(query)]
+        return max(batches) if batches else None
+
+
+def _rank(state: str) -> int:
+    return list(State).index(State(state))

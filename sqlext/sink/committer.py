@@ -1,0 +1,340 @@
+"""The driver-side commit protocol of the filesystem sink (Flink's ``StreamingFileCommitter``).
+
+For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint):
+
+1. **stage** — Spark writes the batch's rows into ``<table>/_sqlext/staging/Q/N/`` (hidden from every
+   reader; Spark's own job commit makes that directory complete or absent);
+2. **plan** — the staged files are listed, their final ``k=v`` locations and row counts computed, and
+   the plan is recorded as ``N.requested`` in the table's commit log;
+3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory,
+   then ``N.completed`` is recorded and the staging directory removed;
+4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
+   the commit policies in order; the trigger state is saved in the query checkpoint and the
+   committed partitions are added to ``N.completed``.
+
+Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had not returned):
+
+- crash during 1: nothing recorded; the replay writes the staging dir again (overwrite) — no file
+  of the failed attempt is ever visible;
+- crash after 2 or during 3: the replay finds ``requested``/``inflight`` and finishes the moves from
+  the plan (a file already at its final place is not moved again), without writing again;
+- crash after 3: the replay finds ``completed`` and writes nothing; it runs step 4 again;
+- crash during 4: policies are idempotent, so partitions committed before the crash are committed
+  again (same HMS partition, same statistics, same success file) and the rest for the first time.
+
+So every row is visible exactly once, and every partition is committed at least once and in the
+HMS exactly once. A batch is never half-visible to HMS readers: partitions appear in the HMS only in
+step 4, after every file of the batch is in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlext.connectors import filesystem_options as fso
+from sqlext.errors import CommitError
+from sqlext.fs import FileStatus, FileSystem, join
+from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
+from sqlext.sink.escaping import parse_partition_path, partition_path
+from sqlext.sink.policies import PartitionCommitContext
+from sqlext.sink.settings import SPARK_DEFAULT_PARTITION, SinkSettings
+from sqlext.sink.trigger import (
+    PartitionCommitTrigger,
+    PartitionTimeTrigger,
+    PendingPartition,
+    ProcessTimeTrigger,
+    TriggerState,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger("sqlext.commit")
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """What Spark planned for a batch: the watermark it runs with and its timestamp."""
+
+    watermark_ms: int | None
+    batch_time_ms: int
+
+
+def read_batch_info(checkpoint_fs: FileSystem, checkpoint: str, batch_id: int) -> BatchInfo:
+    """Read the watermark and timestamp of a batch from Spark's offset log in the query checkpoint.
+
+    Spark writes ``offsets/<batchId>`` before it runs the batch; its second line holds
+    ``batchWatermarkMs`` (the watermark the batch runs with: the max event time seen by the previous
+    batches minus the declared lateness) and ``batchTimestampMs``. Both are the same on a replay.
+    """
+    import json
+
+    uri = join(checkpoint, "offsets", str(batch_id))
+    try:
+        metadata = json.loads(checkpoint_fs.read_text(uri).splitlines()[1])
+    except (FileNotFoundError, IndexError, ValueError) as exc:
+        raise CommitError(f"Cannot read Spark's offset log entry {uri}: {exc}") from exc
+    watermark = int(metadata.get("batchWatermarkMs", 0))
+    return BatchInfo(watermark if watermark > 0 else None, int(metadata.get("batchTimestampMs", 0)))
+
+
+class BatchCommitter:
+    """Commits the batches of one writing query into one table. One per running query, on the driver."""
+
+    def __init__(
+        self,
+        settings: SinkSettings,
+        query_name: str,
+        state_dir: str,
+        metastore_uri: str | None,
+        spark: Any = None,
+    ) -> None:
+        self.settings = settings
+        self.query_name = query_name
+        self.fs = FileSystem(settings.path)
+        self.log = CommitLog(self.fs, settings.path)
+        self.state_fs = FileSystem(state_dir)
+        self.state_uri = join(state_dir, "sqlext", "trigger-state.json")
+        self.metastore = MetastoreClient(metastore_uri) if metastore_uri else None
+        self.spark = spark
+        self.policies = settings.policies()
+        self.trigger = self._restore_trigger()
+        self._row_counts: dict[str, int] = {}
+        self._bytes_per_row: float | None = None
+        self._lock = threading.RLock()
+
+    # -- trigger state ---------------------------------------------------------------------------
+
+    def _restore_trigger(self) -> PartitionCommitTrigger:
+        state = TriggerState()
+        if self.state_fs.exists(self.state_uri):
+            state = TriggerState.from_json(self.state_fs.read_json(self.state_uri))
+        if self.settings.trigger == fso.TRIGGER_PARTITION_TIME:
+            return PartitionTimeTrigger(
+                self.settings.delay,
+                self.settings.extractor(),
+                self.settings.keys,
+                self.settings.time_zone,
+                self.settings.idle_timeout,
+                state,
+            )
+        return ProcessTimeTrigger(self.settings.delay, state)
+
+    def _save_trigger(self) -> None:
+        self.state_fs.write_json(self.state_uri, self.trigger.state.to_json())
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def process_batch(self, rows: DataFrame, batch_id: int, info: BatchInfo) -> LogEntry:
+        """Run the whole protocol for one batch (see the module docstring)."""
+        with self._lock:
+            started = time.monotonic()
+            entry = self.log.get(self.query_name, batch_id)
+            if entry is None:
+                staging = self.log.staging_dir(self.query_name, batch_id)
+                self._stage(rows, staging)
+                entry = self._plan(batch_id, staging, info)
+                self.log.write(entry)
+            elif entry.state is State.COMPLETED:
+                log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
+            if entry.state is not State.COMPLETED:
+                self._move(entry)
+            committed = self.commit_partitions(entry, info.watermark_ms)
+            log.info(
+                "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s)",
+                self.query_name,
+                batch_id,
+                entry.rows,
+                len(entry.files),
+                self.settings.path,
+                ", ".join(committed) or "none",
+                time.monotonic() - started,
+            )
+            return entry
+
+    def _stage(self, rows: DataFrame, staging: str) -> None:
+        writer_input = rows
+        keys = list(self.settings.keys)
+        if self.settings.parallelism:
+            writer_input = (
+                writer_input.repartition(self.settings.parallelism, *keys)
+                if keys and self.settings.shuffle_by_partition
+                else writer_input.repartition(self.settings.parallelism)
+            )
+        elif keys and self.settings.shuffle_by_partition:
+            writer_input = writer_input.repartition(*keys)
+        writer = writer_input.write.format(self.settings.format).mode("overwrite")
+        if keys:
+            writer = writer.partitionBy(*keys)
+        options = dict(self.settings.format_options)
+        if self._bytes_per_row:
+            options["maxRecordsPerFile"] = str(
+                max(1, int(self.settings.rolling_file_size / self._bytes_per_row))
+            )
+        writer.options(**options).save(staging)
+
+    def _plan(self, batch_id: int, staging: str, info: BatchInfo) -> LogEntry:
+        files: list[PlannedFile] = []
+        partitions: dict[str, list[str]] = {}
+        for status in self.fs.list_files(staging):
+            name = status.relative.rsplit("/", 1)[-1]
+            if name.startswith(("_", ".")):
+                continue  # Spark's _SUCCESS marker, checksums
+            directory = status.relative[: -len(name)].rstrip("/")
+            values = self._partition_values(directory)
+            relative = partition_path(self.settings.keys, values, self.settings.default_partition_name)
+            final = join(self.settings.path, relative, name)
+            rows = count_rows(self.fs, status, self.settings.format)
+            files.append(PlannedFile(status.uri, final, relative, status.size, rows))
+            if relative:
+                partitions[relative] = [
+                    self.settings.default_partition_name if v is None else v for v in values
+                ]
+        self._learn_row_size(files)
+        return LogEntry(
+            query=self.query_name,
+            batch=batch_id,
+            state=State.REQUESTED,
+            files=files,
+            partitions=partitions,
+            watermark_ms=info.watermark_ms,
+            batch_time_ms=info.batch_time_ms,
+        )
+
+    def _partition_values(self, directory: str) -> list[str | None]:
+        if not self.settings.keys:
+            return []
+        values = parse_partition_path(directory, self.settings.keys)
+        return [None if value == SPARK_DEFAULT_PARTITION else value for value in values]
+
+    def _learn_row_size(self, files: list[PlannedFile]) -> None:
+        rows = sum(f.rows or 0 for f in files)
+        if rows:
+            self._bytes_per_row = sum(f.size for f in files) / rows
+
+    def _move(self, entry: LogEntry) -> None:
+        self.log.transition(entry, State.INFLIGHT)
+        for planned in entry.files:
+            if self.fs.exists(planned.staged):
+                self.fs.move(planned.staged, planned.final)
+            elif not self.fs.exists(planned.final):
+                raise CommitError(
+                    f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
+                    f"{planned.final}; the commit log and the table directory disagree."
+                )
+            if planned.rows is not None:
+                self._row_counts[planned.final] = planned.rows
+        self.log.transition(entry, State.COMPLETED)
+        self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+
+    # -- partition commit ------------------------------------------------------------------------
+
+    def commit_partitions(
+        self, entry: LogEntry | None, watermark_ms: int | None, end_of_input: bool = False
+    ) -> list[str]:
+        """Add the batch's partitions to the pending set and commit those ready; return their paths."""
+        if not self.settings.partitioned:
+            return []
+        with self._lock:
+            now_ms = int(time.time() * 1000)
+            if entry is not None:
+                self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms)
+            ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
+            if ready:
+                self._run_policies(ready)
+                self.trigger.committed(p.path for p in ready)
+            self._save_trigger()
+            committed = [p.path for p in ready]
+            if entry is not None and committed:
+                entry.committed_partitions = sorted({*entry.committed_partitions, *committed})
+                self.log.write(entry)
+            return committed
+
+    def end_of_input(self) -> list[str]:
+        """Commit every pending partition (Flink's end-of-input rule for bounded inserts)."""
+        committed = self.commit_partitions(None, None, end_of_input=True)
+        if committed:
+            log.info("%s: end of input; committed %s", self.query_name, ", ".join(committed))
+        return committed
+
+    def tick(self) -> list[str]:
+        """Commit what is ready without a batch (idle timeout, process-time delays passing)."""
+        return self.commit_partitions(None, None)
+
+    def _run_policies(self, ready: list[PendingPartition]) -> None:
+        hms_table = None
+        if self.metastore is not None:
+            ident = self.settings.table.identifier
+            hms_table = self.metastore.get_table(ident.database, ident.name)
+            if hms_table is None:
+                raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
+        contexts = [self._context(partition, hms_table) for partition in ready]
+        for policy in self.policies:
+            policy.commit_all(contexts)
+        if self.spark is not None and hms_table is not None:
+            self._refresh_spark_cache()
+
+    def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
+        directory = join(self.settings.path, partition.path)
+        files = [f for f in self.fs.list_files(directory, recursive=False) if is_data_file(f.relative)]
+        rows: int | None = 0
+        for status in files:
+            count = self._row_counts.get(status.uri)
+            if count is None:
+                count = count_rows(self.fs, status, self.settings.format)
+            if count is None:
+                rows = None
+                break
+            self._row_counts[status.uri] = count
+            rows = (rows or 0) + count
+        return PartitionCommitContext(
+            table=self.settings.table,
+            keys=list(self.settings.keys),
+            values=list(partition.values),
+            path=directory,
+            relative_path=partition.path,
+            files=files,
+            fs=self.fs,
+            metastore=self.metastore,
+            hms_table=hms_table,
+            row_count=rows,
+        )
+
+    def _refresh_spark_cache(self) -> None:
+        ident = self.settings.table.identifier
+        try:
+            self.spark.catalog.refreshTable(f"`{ident.database}`.`{ident.name}`")
+        except Exception as exc:  # a cache refresh must never fail a commit
+            log.debug("could not refresh Spark's cache of %s: %s", ident, exc)
+
+    def close(self) -> None:
+        if self.metastore is not None:
+            self.metastore.close()
+
+
+def is_data_file(name: str) -> bool:
+    """Readers skip names starting with ``_`` or ``.`` (success files, checksums, staging)."""
+    return not name.rsplit("/", 1)[-1].startswith(("_", "."))
+
+
+def count_rows(fs: FileSystem, status: FileStatus, file_format: str) -> int | None:
+    """Rows in a data file from its footer (parquet, orc); None for formats without one."""
+    try:
+        if file_format == "parquet":
+            import pyarrow.parquet as pq
+
+            with fs.open_input(status.uri) as handle:
+                return int(pq.ParquetFile(handle).metadata.num_rows)
+        if file_format == "orc":
+            import pyarrow.orc as orc
+
+            with fs.open_input(status.uri) as handle:
+                return int(orc.ORCFile(handle).nrows)
+    except OSError as exc:
+        log.warning("cannot read the footer of %s: %s", status.uri, exc)
+    return None

@@ -1,0 +1,138 @@
+"""The ``filesystem`` connector's sink: a Spark streaming query whose batches go through the
+driver-side commit protocol (:mod:`sqlext.sink.committer`).
+
+Why ``foreachBatch`` + Spark's own partitioned writer: executors write the files in parallel with
+Spark's fastest writers (the same code as Spark's file sink, with its INT96 timestamps that every
+Hive reader can read), and the batch function runs on the driver, where the commit must happen
+exactly once per batch. The watermark comes from Spark's offset log (see ``read_batch_info``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlext.fs import FileSystem
+from sqlext.sink.api import InsertPlan, TableSink
+from sqlext.sink.committer import BatchCommitter, BatchInfo, read_batch_info
+from sqlext.sink.settings import SinkSettings
+from sqlext.table import TableDefinition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger("sqlext.sink")
+
+#: How often a running insert checks for partitions that became ready between batches.
+TICK_INTERVAL_S = 5
+
+
+@dataclass
+class RunningInsert:
+    """A started streaming insert: its query, its committer, and the thread that watches it."""
+
+    query: StreamingQuery
+    committer: BatchCommitter
+    bounded: bool
+    finished: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def watch(self) -> None:
+        """Tick the committer while the query runs; on a clean end of a bounded input, commit all."""
+        try:
+            while not self.query.awaitTermination(TICK_INTERVAL_S):
+                if self.committer.settings.partitioned:
+                    self.committer.tick()
+            if self.query.exception() is None and self.bounded:
+                self.committer.end_of_input()
+        except BaseException as exc:  # reported through wait(); the thread must not die silently
+            self.error = exc
+            log.error("%s: partition commit after the query failed: %s", self.committer.query_name, exc)
+        finally:
+            self.committer.close()
+            self.finished.set()
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait until the query ended and its end-of-input commit ran; re-raise a commit error."""
+        done = self.finished.wait(timeout_s)
+        if self.error is not None:
+            raise self.error
+        return done
+
+
+#: Running inserts of this driver, by streaming query id.
+RUNNING: dict[str, RunningInsert] = {}
+
+
+def running_insert(query_id: str) -> RunningInsert | None:
+    return RUNNING.get(query_id)
+
+
+class FileSystemSink(TableSink):
+    """Writes a table's rows into its ``path`` and commits its partitions into the HMS."""
+
+    def __init__(self, context: Any) -> None:
+        self.spark: SparkSession = context.spark
+        self.table: TableDefinition = context.table
+        self.metastore_uri: str | None = _metastore_uri(context)
+        self.settings = SinkSettings.from_table(self.table)
+
+    def _committer(self, plan: InsertPlan) -> BatchCommitter:
+        return BatchCommitter(
+            self.settings, plan.query_name, plan.checkpoint_location, self.metastore_uri, self.spark
+        )
+
+    def start_stream(self, rows: DataFrame, plan: InsertPlan) -> StreamingQuery:
+        committer = self._committer(plan)
+        checkpoint_fs = FileSystem(plan.checkpoint_location)
+
+        def on_batch(batch: DataFrame, batch_id: int) -> None:
+            info = read_batch_info(checkpoint_fs, plan.checkpoint_location, batch_id)
+            committer.process_batch(batch, batch_id, info)
+
+        writer = (
+            rows.writeStream.foreachBatch(on_batch)
+            .queryName(plan.query_name)
+            .option("checkpointLocation", plan.checkpoint_location)
+        )
+        if plan.available_now:
+            writer = writer.trigger(availableNow=True)
+        elif plan.trigger_interval:
+            writer = writer.trigger(processingTime=plan.trigger_interval)
+        query = writer.start()
+        running = RunningInsert(query, committer, plan.available_now)
+        RUNNING[str(query.id)] = running
+        threading.Thread(target=running.watch, name=f"sqlext-{plan.query_name}", daemon=True).start()
+        log.info(
+            "%s: streaming insert into %s started (query id %s)",
+            plan.query_name,
+            self.table.identifier,
+            query.id,
+        )
+        return query
+
+    def write_batch(self, rows: DataFrame, plan: InsertPlan) -> None:
+        committer = self._committer(plan)
+        try:
+            last = committer.log.last_batch(plan.query_name)
+            batch_id = 0 if last is None else last + 1
+            entry = committer.process_batch(rows, batch_id, BatchInfo(None, int(time.time() * 1000)))
+            committer.end_of_input()
+            log.info(
+                "%s: batch insert wrote %d rows into %s", plan.query_name, entry.rows, self.table.identifier
+            )
+        finally:
+            committer.close()
+
+
+def _metastore_uri(context: Any) -> str | None:
+    for holder in (context.catalog, context.config):
+        for name in ("metastore_uri", "metastore_uris"):
+            value = getattr(holder, name, None)
+            if isinstance(value, str) and value:
+                return value
+    return None

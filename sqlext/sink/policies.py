@@ -1,0 +1,181 @@
+"""Partition commit policies (Flink's ``PartitionCommitPolicy``): what committing a partition does.
+
+Policies run on each ready partition in the order ``sink.partition-commit.policy.kind`` declares.
+
+**Idempotence contract.** A policy may run more than once for the same partition: when Spark
+replays a batch after a crash, and when late data re-commits a partition that was committed before.
+Every policy must leave the same result when run again: the built-ins add-or-alter the HMS partition
+with statistics recomputed from the files on disk, and rewrite the success file.
+
+Custom policies subclass :class:`PartitionCommitPolicy`, are named by
+``sink.partition-commit.policy.class`` (``package.module.Class``) and are constructed with the
+``;``-separated ``sink.partition-commit.policy.class.parameters`` as positional string arguments.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from abc import ABC
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from sqlext.connectors import filesystem_options as fso
+from sqlext.fs import FileStatus, FileSystem
+from sqlext.loading import load_class
+from sqlext.metastore.client import MetastoreClient
+from sqlext.table import TableDefinition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PartitionCommitContext:
+    """Everything a policy may need about one partition being committed."""
+
+    table: TableDefinition
+    keys: list[str]
+    values: list[str]
+    path: str
+    relative_path: str
+    files: list[FileStatus]
+    fs: FileSystem
+    metastore: MetastoreClient | None
+    hms_table: ttypes.Table | None
+    row_count: int | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> dict[str, str]:
+        return dict(zip(self.keys, self.values, strict=True))
+
+    @property
+    def total_size(self) -> int:
+        return sum(status.size for status in self.files)
+
+
+class PartitionCommitPolicy(ABC):  # noqa: B024 - either method may be overridden
+    """Commits partitions. See the module docstring for the idempotence contract."""
+
+    def commit(self, context: PartitionCommitContext) -> None:
+        """Commit one partition."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither commit nor commit_all")
+
+    def commit_all(self, contexts: Sequence[PartitionCommitContext]) -> None:
+        """Commit several partitions ready at once (default: one by one)."""
+        for context in contexts:
+            self.commit(context)
+
+
+class MetastorePolicy(PartitionCommitPolicy):
+    """Add each partition to the HMS, or alter it if it exists, with statistics; in batched calls."""
+
+    def commit_all(self, contexts: Sequence[PartitionCommitContext]) -> None:
+        if not contexts:
+            return
+        first = contexts[0]
+        if first.metastore is None or first.hms_table is None:
+            raise RuntimeError("the metastore policy needs the HMS table")
+        database, table = first.table.identifier.database, first.table.identifier.name
+        names = [context.relative_path for context in contexts]
+        existing = {
+            tuple(p.values): p for p in first.metastore.get_partitions_by_names(database, table, names)
+        }
+        to_add, to_alter = [], []
+        for context in contexts:
+            stored = existing.get(tuple(context.values))
+            if stored is None:
+                to_add.append(new_partition(first.hms_table, context))
+            else:
+                stored.parameters = {**(stored.parameters or {}), **statistics(context)}
+                to_alter.append(stored)
+        first.metastore.add_partitions(database, table, to_add)
+        first.metastore.alter_partitions(database, table, to_alter)
+        log.info(
+            "metastore: %s.%s partitions added %d, altered %d (%s)",
+            database,
+            table,
+            len(to_add),
+            len(to_alter),
+            ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
+        )
+
+
+class SuccessFilePolicy(PartitionCommitPolicy):
+    """Write an empty success file (``sink.partition-commit.success-file.name``) into the partition."""
+
+    def __init__(self, file_name: str = "_SUCCESS") -> None:
+        self.file_name = file_name
+
+    def commit(self, context: PartitionCommitContext) -> None:
+        context.fs.write_bytes(f"{context.path}/{self.file_name}", b"")
+
+
+def statistics(context: PartitionCommitContext) -> dict[str, str]:
+    """The HMS partition parameters describing the partition's files (Hive's stats keys)."""
+    stats = {
+        "numFiles": str(len(context.files)),
+        "totalSize": str(context.total_size),
+        "sqlext.commit-time": str(int(time.time() * 1000)),
+    }
+    if context.row_count is not None:
+        stats["numRows"] = str(context.row_count)
+    return stats
+
+
+def new_partition(hms_table: ttypes.Table, context: PartitionCommitContext) -> ttypes.Partition:
+    """An HMS partition with the table's storage descriptor at the partition's location."""
+    storage = copy.deepcopy(hms_table.sd)
+    storage.location = context.path
+    return ttypes.Partition(
+        values=list(context.values),
+        dbName=hms_table.dbName,
+        tableName=hms_table.tableName,
+        sd=storage,
+        parameters=statistics(context),
+    )
+
+
+def create_policies(options: Any) -> list[PartitionCommitPolicy]:
+    """The policies a table's options declare, in order (``options`` is a :class:`sqlext.options.Options`)."""
+    kinds = options.get(fso.COMMIT_POLICY_KIND)
+    if kinds is None:
+        kinds = list(fso.DEFAULT_POLICIES)
+    policies: list[PartitionCommitPolicy] = []
+    for kind in kinds:
+        if kind == fso.POLICY_METASTORE:
+            policies.append(MetastorePolicy())
+        elif kind == fso.POLICY_SUCCESS_FILE:
+            policies.append(SuccessFilePolicy(options.get(fso.SUCCESS_FILE_NAME)))
+        else:
+            policies.append(
+                load_custom_policy(
+                    options.get(fso.COMMIT_POLICY_CLASS),
+                    options.get(fso.COMMIT_POLICY_CLASS_PARAMETERS) or [],
+                )
+            )
+    return policies
+
+
+def load_custom_policy(class_path: str | None, parameters: Sequence[str]) -> PartitionCommitPolicy:
+    """Load and construct the custom policy class."""
+    from sqlext.errors import PolicyError
+
+    if not class_path:
+        raise PolicyError(
+            "sink.partition-commit.policy.kind includes 'custom' but 'sink.partition-commit.policy.class' "
+            "is not set.",
+            option=fso.COMMIT_POLICY_CLASS.key,
+        )
+    cls = load_class(class_path, PartitionCommitPolicy, fso.COMMIT_POLICY_CLASS.key)
+    try:
+        return cls(*parameters)
+    except TypeError as exc:
+        raise PolicyError(
+            f"Cannot construct policy '{class_path}' with parameters {list(parameters)}: {exc}.",
+            option=fso.COMMIT_POLICY_CLASS_PARAMETERS.key,
+        ) from exc

@@ -1,0 +1,93 @@
+"""A filesystem sink's settings, read once from the table's options through their declarations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlext.connectors import filesystem_options as fso
+from sqlext.errors import ValidationError
+from sqlext.fs import normalize
+from sqlext.options import Options
+from sqlext.sink.extractor import PartitionTimeExtractor, create_extractor
+from sqlext.sink.policies import PartitionCommitPolicy, create_policies
+from sqlext.table import TableDefinition
+
+#: Spark's own name for NULL/empty partition values when it writes partitioned files.
+SPARK_DEFAULT_PARTITION = fso.HIVE_DEFAULT_PARTITION
+
+
+@dataclass(frozen=True)
+class SinkSettings:
+    """What the writer and committer need from the table definition."""
+
+    table: TableDefinition
+    path: str
+    format: str
+    keys: tuple[str, ...]
+    default_partition_name: str
+    trigger: str
+    delay: timedelta
+    time_zone: str
+    idle_timeout: timedelta | None
+    rolling_file_size: int
+    shuffle_by_partition: bool
+    parallelism: int | None
+    format_options: dict[str, str]
+    auto_compaction: bool
+    compaction_file_size: int
+
+    @classmethod
+    def from_table(cls, table: TableDefinition) -> SinkSettings:
+        options = Options(table.options)
+        fmt = options.require(fso.FORMAT)
+        rolling = options.get(fso.ROLLING_FILE_SIZE)
+        return cls(
+            table=table,
+            path=normalize(options.require(fso.PATH)),
+            format=fmt,
+            keys=tuple(table.partition_keys),
+            default_partition_name=options.get(fso.PARTITION_DEFAULT_NAME),
+            trigger=options.get(fso.COMMIT_TRIGGER),
+            delay=options.get(fso.COMMIT_DELAY),
+            time_zone=options.get(fso.WATERMARK_TIME_ZONE),
+            idle_timeout=options.get(fso.COMMIT_IDLE_TIMEOUT),
+            rolling_file_size=rolling,
+            shuffle_by_partition=options.get(fso.SHUFFLE_BY_PARTITION),
+            parallelism=options.get(fso.SINK_PARALLELISM),
+            format_options=options.with_prefix(f"{fmt}."),
+            auto_compaction=options.get(fso.AUTO_COMPACTION),
+            compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,
+        )
+
+    @property
+    def options(self) -> Options:
+        return Options(self.table.options)
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.keys)
+
+    def extractor(self) -> PartitionTimeExtractor:
+        options = self.options
+        return create_extractor(
+            options.get(fso.TIME_EXTRACTOR_KIND),
+            options.get(fso.TIME_EXTRACTOR_CLASS),
+            options.get(fso.TIME_EXTRACTOR_PATTERN),
+            options.get(fso.TIME_EXTRACTOR_FORMATTER),
+        )
+
+    def policies(self) -> list[PartitionCommitPolicy]:
+        return create_policies(self.options) if self.partitioned else []
+
+    def check_partition_time_needs_watermark(self, has_watermark: bool) -> None:
+        """``partition-time`` without a watermark never commits in Flink; here it is an error."""
+        if self.partitioned and self.trigger == fso.TRIGGER_PARTITION_TIME and not has_watermark:
+            raise ValidationError(
+                f"Table {self.table.identifier} commits partitions by 'partition-time', but the query "
+                "feeding it has no watermark, so no partition would ever be committed. Either declare "
+                "'WATERMARK FOR <column> AS <column> - INTERVAL ...' on the source table, or set "
+                "'sink.partition-commit.trigger' = 'process-time' on the sink table.",
+                option=fso.COMMIT_TRIGGER.key,
+                value=self.trigger,
+            )

@@ -1,0 +1,46 @@
+"""Input for sink tests: event files written with pyarrow, read back as a replayable Spark stream."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+EVENT_SCHEMA = pa.schema(
+    [("id", pa.int64()), ("user_id", pa.string()), ("amount", pa.float64()), ("ts", pa.timestamp("us"))]
+)
+EVENT_DDL = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"
+
+
+def write_hourly_events(
+    directory: Path, start: datetime, hours: int, rows_per_hour: int, first_id: int = 0
+) -> int:
+    """One parquet file per hour (file names sort by hour), ``rows_per_hour`` events spread over the hour.
+
+    Returns the next free id. Ids are unique across calls when ``first_id`` continues from the last.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    next_id = first_id
+    for hour in range(hours):
+        base = start + timedelta(hours=hour)
+        step = timedelta(seconds=3600 / rows_per_hour)
+        ids = list(range(next_id, next_id + rows_per_hour))
+        table = pa.table(
+            {
+                "id": ids,
+                "user_id": [f"u{i % 7}" for i in ids],
+                "amount": [float(i) / 10 for i in ids],
+                "ts": [base + step * n for n in range(rows_per_hour)],
+            },
+            schema=EVENT_SCHEMA,
+        )
+        target = directory / f"events-{base:%Y%m%d%H}-{next_id:08d}.parquet"
+        pq.write_table(table, target)
+        # Spark's file source takes files oldest first: make that the hour order, one second apart.
+        stamp = 1_700_000_000 + next_id
+        os.utime(target, (stamp, stamp))
+        next_id += rows_per_hour
+    return next_id

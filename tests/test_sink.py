@@ -1,0 +1,131 @@
+"""The filesystem sink end to end: real Spark streaming queries, real files, partitions in a real HMS."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sqlext.fs import FileSystem
+from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.sink.api import InsertPlan
+from sqlext.sink.commitlog import CommitLog, State
+from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.table import TableDefinition
+from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.tables import create_in_hms, events_table
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms]
+
+START = datetime(2026, 11, 22, 0, 0, 0)
+
+
+def _event_stream(spark, input_dir: Path, lateness: str = "0 seconds"):
+    return (
+        spark.readStream.schema(EVENT_DDL)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(input_dir.as_uri())
+        .withWatermark("ts", lateness)
+        .selectExpr(
+            "id",
+            "user_id",
+            "amount",
+            "ts",
+            "date_format(ts, 'yyyy-MM-dd') AS dt",
+            "date_format(ts, 'HH') AS hr",
+        )
+    )
+
+
+def _run_bounded(spark, table: TableDefinition, metastore: MetastoreSettings, rows, checkpoint: Path) -> None:
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
+    )
+    plan = InsertPlan(
+        query_name=f"insert_{table.identifier.name}",
+        checkpoint_location=checkpoint.as_uri(),
+        available_now=True,
+    )
+    query = FileSystemSink(context).start_stream(rows, plan)
+    running = running_insert(str(query.id))
+    assert running is not None
+    assert running.wait(300), "the insert did not finish"
+    assert query.exception() is None
+
+
+def _partition_names(hms: MetastoreClient, table: TableDefinition) -> list[str]:
+    return sorted(hms.get_partition_names(table.identifier.database, table.identifier.name))
+
+
+def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    write_hourly_events(input_dir, START, hours=5, rows_per_hour=120)
+    table = events_table(
+        "sink_db",
+        "hourly",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+        },
+    )
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    entries = list(log.entries("insert_hourly"))
+    assert [e.batch for e in entries] == [0, 1, 2, 3, 4]
+    assert all(e.state is State.COMPLETED for e in entries)
+    # Batch k reads hour k and runs with the watermark Spark computed after batch k-1: the last event
+    # of hour k-1, (k-1):59:30. Hour h has partition time h:00 and commits once the watermark is past
+    # h:00 + delay 1 h, so in batch h+2 and not before.
+    assert [e.watermark_ms is None for e in entries] == [True, False, False, False, False]
+    committed_by = {p: e.batch for e in entries for p in e.committed_partitions}
+    assert committed_by == {"dt=2026-11-22/hr=00": 2, "dt=2026-11-22/hr=01": 3, "dt=2026-11-22/hr=02": 4}
+    # End of input commits the rest.
+    assert _partition_names(hms, table) == [f"dt=2026-11-22/hr={h:02d}" for h in range(5)]
+
+    partitions = hms.get_partitions_by_names("sink_db", "hourly", _partition_names(hms, table))
+    for partition in partitions:
+        directory = tmp_path / "table" / f"dt={partition.values[0]}" / f"hr={partition.values[1]}"
+        assert (directory / "_SUCCESS").is_file()
+        data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
+        assert partition.parameters["numFiles"] == str(len(data_files))
+        assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
+        assert partition.parameters["numRows"] == "120"
+        assert partition.sd.location.rstrip("/").endswith(
+            f"dt={partition.values[0]}/hr={partition.values[1]}"
+        )
+
+    counts = {
+        (row.dt, row.hr): row.n
+        for row in spark.sql(
+            "SELECT dt, hr, count(*) AS n, count(DISTINCT id) AS d FROM sink_db.hourly GROUP BY dt, hr"
+        ).collect()
+    }
+    assert counts == {("2026-11-22", f"{h:02d}"): 120 for h in range(5)}
+    assert not list((tmp_path / "table").glob("_sqlext/staging/*/*"))
+
+
+def test_process_time_with_zero_delay_commits_each_partition_in_the_batch_that_wrote_it(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    write_hourly_events(input_dir, START, hours=3, rows_per_hour=50)
+    table = events_table("sink_db", "proctime", tmp_path / "table")  # default trigger: process-time, 0 s
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    committed_by = {p: e.batch for e in log.entries("insert_proctime") for p in e.committed_partitions}
+    assert committed_by == {f"dt=2026-11-22/hr={h:02d}": h for h in range(3)}
+    rows = spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM sink_db.proctime").collect()[0]
+    assert (rows.n, rows.d) == (150, 150)
