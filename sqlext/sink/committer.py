@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError
+from sqlext.faults import fault_point
 from sqlext.fs import FileStatus, FileSystem, join
 from sqlext.metastore.client import MetastoreClient
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
@@ -138,12 +139,15 @@ class BatchCommitter:
             if entry is None:
                 staging = self.log.staging_dir(self.query_name, batch_id)
                 self._stage(rows, staging)
+                fault_point("after-stage", batch_id)
                 entry = self._plan(batch_id, staging, info)
                 self.log.write(entry)
+                fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
             if entry.state is not State.COMPLETED:
                 self._move(entry)
+                fault_point("after-log", batch_id)
             committed = self.commit_partitions(entry, info.watermark_ms)
             log.info(
                 "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s)",
@@ -222,6 +226,7 @@ class BatchCommitter:
         for planned in entry.files:
             if self.fs.exists(planned.staged):
                 self.fs.move(planned.staged, planned.final)
+                fault_point("mid-move", entry.batch)
             elif not self.fs.exists(planned.final):
                 raise CommitError(
                     f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
@@ -229,6 +234,7 @@ class BatchCommitter:
                 )
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
+        fault_point("after-move", entry.batch)
         self.log.transition(entry, State.COMPLETED)
         self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
 
@@ -246,7 +252,8 @@ class BatchCommitter:
                 self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms)
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
             if ready:
-                self._run_policies(ready)
+                self._run_policies(ready, entry.batch if entry else None)
+                fault_point("after-policies", entry.batch if entry else None)
                 self.trigger.committed(p.path for p in ready)
             self._save_trigger()
             committed = [p.path for p in ready]
@@ -266,7 +273,7 @@ class BatchCommitter:
         """Commit what is ready without a batch (idle timeout, process-time delays passing)."""
         return self.commit_partitions(None, None)
 
-    def _run_policies(self, ready: list[PendingPartition]) -> None:
+    def _run_policies(self, ready: list[PendingPartition], batch: int | None) -> None:
         hms_table = None
         if self.metastore is not None:
             ident = self.settings.table.identifier
@@ -274,7 +281,9 @@ class BatchCommitter:
             if hms_table is None:
                 raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
         contexts = [self._context(partition, hms_table) for partition in ready]
-        for policy in self.policies:
+        for index, policy in enumerate(self.policies):
+            if index:
+                fault_point("between-policies", batch)
             policy.commit_all(contexts)
         if self.spark is not None and hms_table is not None:
             self._refresh_spark_cache()

@@ -1,0 +1,43 @@
+"""Named fault points in the commit path, for crash tests.
+
+``SQLEXT_FAULT=<point>[@<batch>]`` makes the driver die (``os._exit``, no cleanup, like a killed
+process) the first time it reaches ``<point>`` (in batch ``<batch>``, when given). Unset, a fault point
+costs one dictionary lookup. Points, in commit order:
+
+``after-stage``        Spark wrote the batch's staging files; nothing recorded yet
+``after-plan``         the batch's plan is recorded as ``requested``
+``mid-move``           the first file of the batch has been moved to its partition
+``after-move``         every file moved, the log still says ``inflight``
+``after-log``          the log says ``completed``; partition commit not started
+``between-policies``   the first commit policy ran on the ready partitions, the next has not
+``after-policies``     every policy ran; the trigger state is not saved yet
+``mid-swap``           compaction: the merged file is in place, the sources not yet removed
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+POINTS = (
+    "after-stage",
+    "after-plan",
+    "mid-move",
+    "after-move",
+    "after-log",
+    "between-policies",
+    "after-policies",
+    "mid-swap",
+)
+EXIT_CODE = 86
+
+
+def fault_point(name: str, batch: int | None = None) -> None:
+    """Die here if ``SQLEXT_FAULT`` names this point (and this batch)."""
+    wanted = os.environ.get("SQLEXT_FAULT")
+    if not wanted:
+        return
+    point, _, at_batch = wanted.partition("@")
+    if point == name and (not at_batch or batch is None or int(at_batch) == batch):
+        print(f"sqlext: fault point '{name}' reached (batch {batch}); exiting", file=sys.stderr, flush=True)
+        os._exit(EXIT_CODE)

@@ -1,0 +1,73 @@
+"""A driver process that streams hourly event files into a sqlext table and exits when the input is
+consumed: the process crash tests kill (fault points) and restart.
+
+Usage: python -m tests.support.sink_job METASTORE_URI TABLE_PATH INPUT_DIR CHECKPOINT_DIR [OPTIONS_JSON]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from sqlext.paths import packaged_conf_dir
+from sqlext.sink.api import InsertPlan
+from sqlext.sink.filesystem import FileSystemSink, running_insert
+from tests.support.streams import EVENT_DDL
+from tests.support.tables import events_table
+
+QUERY_NAME = "crash_job"
+
+
+def main(argv: list[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    metastore_uri, table_path, input_dir, checkpoint = argv[:4]
+    options = json.loads(argv[4]) if len(argv) > 4 else {}
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.hadoop.hive.metastore.uris", metastore_uri)
+        .config("spark.pyspark.python", sys.executable)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
+        .enableHiveSupport()
+        .getOrCreate()
+    )
+    table = events_table("crash_db", "events", Path(table_path), **options)
+    rows = (
+        spark.readStream.schema(EVENT_DDL)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(Path(input_dir).as_uri())
+        .withWatermark("ts", "0 seconds")
+        .selectExpr(
+            "id",
+            "user_id",
+            "amount",
+            "ts",
+            "date_format(ts, 'yyyy-MM-dd') AS dt",
+            "date_format(ts, 'HH') AS hr",
+        )
+    )
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
+    )
+    plan = InsertPlan(QUERY_NAME, Path(checkpoint).as_uri(), available_now=True)
+    query = FileSystemSink(context).start_stream(rows, plan)
+    running = running_insert(str(query.id))
+    assert running is not None
+    running.wait()
+    failure = query.exception()
+    spark.stop()
+    if failure is not None:
+        print(f"query failed: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,85 @@
+"""Kill the driver at every named fault point of the commit path, restart from the same checkpoint,
+and check the table row by row: every row exactly once, every partition committed once in the HMS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from sqlext.faults import EXIT_CODE, POINTS
+from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.launcher import MetastoreSettings
+from tests.support.streams import write_hourly_events
+from tests.support.tables import create_in_hms, events_table
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+ROWS_PER_HOUR = 40
+
+
+def _run_job(metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("SQLEXT_FAULT", None)
+    if fault:
+        env["SQLEXT_FAULT"] = fault
+    command = [
+        sys.executable,
+        "-m",
+        "tests.support.sink_job",
+        metastore.uri,
+        str(tmp_path / "table"),
+        str(tmp_path / "input"),
+        str(tmp_path / "checkpoint"),
+        json.dumps(options),
+    ]
+    return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def _assert_table_holds_input_exactly_once(hms: MetastoreClient, table_dir: Path, hours: int) -> None:
+    rows = (
+        ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True)
+        .to_table(columns=["id", "hr"])
+        .to_pylist()
+    )
+    ids = sorted(row["id"] for row in rows)
+    assert ids == list(range(hours * ROWS_PER_HOUR)), "rows lost or duplicated"
+    names = sorted(hms.get_partition_names("crash_db", "events"))
+    assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
+    for partition in hms.get_partitions_by_names("crash_db", "events", names):
+        directory = table_dir / f"dt={partition.values[0]}" / f"hr={partition.values[1]}"
+        data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
+        assert (directory / "_SUCCESS").is_file()
+        assert partition.parameters["numFiles"] == str(len(data_files))
+        assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
+        assert partition.parameters["numRows"] == str(ROWS_PER_HOUR)
+    leftovers = [p for p in (table_dir / "_sqlext" / "staging").rglob("*") if p.is_file()]
+    assert leftovers == [], "in-progress files left behind"
+    hidden_in_partitions = [p for p in table_dir.glob("dt=*/hr=*/.*")]
+    assert hidden_in_partitions == []
+
+
+def test_a_crash_at_every_fault_point_then_restart_gives_every_row_exactly_once(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    commit_points = [p for p in POINTS if p != "mid-swap"]
+    hours = len(commit_points) + 2
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
+    options = {"sink.parallelism": "2"}  # two files per partition, so a crash can fall between moves
+    create_in_hms(hms, events_table("crash_db", "events", tmp_path / "table", **options))
+
+    for batch, point in enumerate(commit_points):
+        crashed = _run_job(metastore, tmp_path, options, f"{point}@{batch}")
+        assert crashed.returncode == EXIT_CODE, f"{point}@{batch} was not reached:\n{crashed.stderr[-3000:]}"
+        assert f"fault point '{point}' reached" in crashed.stderr
+    finished = _run_job(metastore, tmp_path, options, None)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+
+    _assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours)
