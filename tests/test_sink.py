@@ -16,7 +16,7 @@ from sqlext.sink.commitlog import CommitLog, State
 from sqlext.sink.filesystem import FileSystemSink, running_insert
 from sqlext.table import TableDefinition
 from tests.support.streams import EVENT_DDL, write_hourly_events
-from tests.support.tables import create_in_hms, events_table
+from tests.support.tables import create_in_hms, events_table, keyed_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 
@@ -129,3 +129,79 @@ def test_process_time_with_zero_delay_commits_each_partition_in_the_batch_that_w
     assert committed_by == {f"dt=2026-11-22/hr={h:02d}": h for h in range(3)}
     rows = spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM sink_db.proctime").collect()[0]
     assert (rows.n, rows.d) == (150, 150)
+
+
+SPECIAL_VALUES = [
+    "a/b",
+    "x=y",
+    "50%",
+    "with space",
+    "ünïcode",
+    "..",
+    "../../escape",
+    "/abs",
+    "%2e%2e",
+    None,
+    "",
+]
+
+
+def test_special_partition_values_stay_inside_the_table_dir_and_read_back_equal(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    input_dir = tmp_path / "input"
+    input_dir.mkdir()
+    pq.write_table(
+        pa.table({"id": list(range(len(SPECIAL_VALUES))), "p": SPECIAL_VALUES}), input_dir / "values.parquet"
+    )
+    table = keyed_table("sink_db", "special", tmp_path / "root" / "table")
+    create_in_hms(hms, table)
+    rows = spark.readStream.schema("id BIGINT, p STRING").parquet(input_dir.as_uri())
+
+    _run_bounded(spark, table, metastore, rows, tmp_path / "checkpoint")
+
+    root = (tmp_path / "root").resolve()
+    written = [p.resolve() for p in root.rglob("*") if p.is_file()]
+    assert written and all(str(p).startswith(str(root / "table") + "/") for p in written)
+    names = _partition_names(hms, table)
+    stored = sorted(p.values[0] for p in hms.get_partitions_by_names("sink_db", "special", names))
+    expected = sorted({v for v in SPECIAL_VALUES if v} | {"__HIVE_DEFAULT_PARTITION__"})
+    assert stored == expected
+    assert (root / "table" / "p=a%2Fb").is_dir() and (root / "table" / "p=..").is_dir()
+    read_back = sorted((row.id, row.p) for row in spark.sql("SELECT id, p FROM sink_db.special").collect())
+    assert read_back == [(i, v if v else None) for i, v in enumerate(SPECIAL_VALUES)]
+
+
+def test_late_data_for_a_committed_partition_commits_it_again(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    next_id = write_hourly_events(input_dir, START, hours=3, rows_per_hour=60)
+    write_hourly_events(input_dir, START, hours=1, rows_per_hour=10, first_id=next_id)  # late rows for 00:00
+    table = events_table(
+        "sink_db",
+        "late",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+        },
+    )
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    commits_of_hour_zero = [
+        e.batch for e in log.entries("insert_late") if "dt=2026-11-22/hr=00" in e.committed_partitions
+    ]
+    assert commits_of_hour_zero == [2, 3], "committed when the watermark passed, again for the late rows"
+    [hour_zero] = hms.get_partitions_by_names("sink_db", "late", ["dt=2026-11-22/hr=00"])
+    assert hour_zero.parameters["numRows"] == "70"
+    assert hour_zero.parameters["numFiles"] == "2"
+    count = spark.sql("SELECT count(*) AS n FROM sink_db.late WHERE hr = '00'").collect()[0].n
+    assert count == 70

@@ -35,6 +35,13 @@ def events_table(database: str, name: str, path: Path, **options: str) -> TableD
     return TableDefinition(TableIdentifier(database, name), columns, all_options, partition_keys=("dt", "hr"))
 
 
+def keyed_table(database: str, name: str, path: Path, **options: str) -> TableDefinition:
+    """``(id BIGINT, p STRING)`` partitioned by p, parquet at ``path``."""
+    all_options = {"connector": "filesystem", "path": path.as_uri(), "format": "parquet", **options}
+    columns = (Column("id", "BIGINT"), Column("p", "STRING"))
+    return TableDefinition(TableIdentifier(database, name), columns, all_options, partition_keys=("p",))
+
+
 def create_in_hms(client: MetastoreClient, table: TableDefinition) -> None:
     """Create the database (if missing) and the external parquet table in the HMS."""
     client.create_database(table.identifier.database)

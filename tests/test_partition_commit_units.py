@@ -1,0 +1,151 @@
+"""Escaping, time extraction and triggers: the pure parts of partition commit."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+
+from sqlext.errors import PartitionTimeError, PolicyError, ValidationError
+from sqlext.sink.escaping import escape_path_name, parse_partition_path, partition_path, unescape_path_name
+from sqlext.sink.extractor import DefaultPartitionTimeExtractor, PartitionTimeExtractor, create_extractor
+from sqlext.sink.policies import load_custom_policy
+from sqlext.sink.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
+
+HIVE_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
+
+
+@pytest.mark.parametrize(
+    ("value", "escaped"),
+    [
+        ("a/b", "a%2Fb"),
+        ("x=y", "x%3Dy"),
+        ("50%", "50%25"),
+        ("with space", "with space"),
+        ("ünïcode", "ünïcode"),
+        ("..", ".."),
+        ("../../etc", "..%2F..%2Fetc"),
+        ("/abs/path", "%2Fabs%2Fpath"),
+        ("%2e%2e", "%252e%252e"),
+        ("a:b?c*d", "a%3Ab%3Fc%2Ad"),
+        ("tab\there", "tab%09here"),
+        ("q'\"#{[]^\\", "q%27%22%23%7B%5B%5D%5E%5C"),
+    ],
+)
+def test_values_are_escaped_like_hive_and_round_trip(value: str, escaped: str) -> None:
+    assert escape_path_name(value) == escaped
+    assert unescape_path_name(escaped) == value
+    path = partition_path(["p"], [value], HIVE_DEFAULT)
+    assert path.count("/") == 0, "a value must never add a path segment"
+    assert parse_partition_path(path, ["p"]) == [value]
+
+
+def test_null_and_empty_values_use_the_default_partition_name() -> None:
+    assert partition_path(["dt", "hr"], [None, ""], HIVE_DEFAULT) == f"dt={HIVE_DEFAULT}/hr={HIVE_DEFAULT}"
+    assert partition_path(["dt"], [None], "__DEFAULT_PARTITION__") == "dt=__DEFAULT_PARTITION__"
+
+
+def test_nul_and_overlong_values_are_refused() -> None:
+    with pytest.raises(ValidationError, match="NUL"):
+        partition_path(["p"], ["a\0b"], HIVE_DEFAULT)
+    with pytest.raises(ValidationError, match="too long"):
+        partition_path(["p"], ["x" * 300], HIVE_DEFAULT)
+
+
+def test_parse_partition_path_checks_the_keys() -> None:
+    assert parse_partition_path("dt=2026-11-22/hr=09", ["dt", "hr"]) == ["2026-11-22", "09"]
+    with pytest.raises(ValidationError, match="not 'hr=<value>'"):
+        parse_partition_path("dt=2026-11-22/hour=09", ["dt", "hr"])
+
+
+def test_default_extractor_uses_the_first_value_leniently() -> None:
+    extractor = DefaultPartitionTimeExtractor()
+    assert extractor.extract(["dt"], ["2026-11-22"]) == datetime(2026, 11, 22)
+    assert extractor.extract(["dt"], ["2026-1-2 3:04:05"]) == datetime(2026, 1, 2, 3, 4, 5)
+
+
+def test_pattern_and_formatter_build_the_time_from_several_values() -> None:
+    hourly = DefaultPartitionTimeExtractor("$dt $hour:00:00")
+    assert hourly.extract(["dt", "hour"], ["2026-11-22", "09"]) == datetime(2026, 11, 22, 9)
+    compact = DefaultPartitionTimeExtractor("$day $h", "yyyyMMdd HH")
+    assert compact.extract(["day", "h"], ["20261122", "23"]) == datetime(2026, 11, 22, 23)
+    parts = DefaultPartitionTimeExtractor("$year-$month-$day")
+    assert parts.extract(["year", "month", "day"], ["2026", "11", "22"]) == datetime(2026, 11, 22)
+
+
+def test_a_partition_whose_time_cannot_be_extracted_is_named_in_the_error() -> None:
+    extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
+    with pytest.raises(PartitionTimeError, match=r"dt=tomorrow/hr=09.*\$dt \$hr:00:00"):
+        extractor.extract(["dt", "hr"], ["tomorrow", "09"])
+
+
+class FixedExtractor(PartitionTimeExtractor):
+    def extract(self, keys, values):  # type: ignore[no-untyped-def]
+        return datetime(2000, 1, 1)
+
+
+def test_custom_extractor_is_loaded_by_class_path_and_checked() -> None:
+    extractor = create_extractor("custom", f"{__name__}.FixedExtractor", None, None)
+    assert extractor.extract(["a"], ["b"]) == datetime(2000, 1, 1)
+    with pytest.raises(PolicyError, match="does not implement"):
+        create_extractor("custom", "datetime.datetime", None, None)
+    with pytest.raises(PolicyError, match="Cannot import module 'no_such_module'"):
+        create_extractor("custom", "no_such_module.Extractor", None, None)
+
+
+def test_custom_policy_class_errors_name_the_option_and_path() -> None:
+    with pytest.raises(PolicyError, match=r"sink\.partition-commit\.policy\.class.*not set"):
+        load_custom_policy(None, [])
+    with pytest.raises(PolicyError, match="has no class 'Nope'"):
+        load_custom_policy("sqlext.sink.policies.Nope", [])
+    with pytest.raises(PolicyError, match="does not implement"):
+        load_custom_policy("pathlib.Path", [])
+
+
+def test_process_time_trigger_waits_for_the_delay_and_keeps_first_seen() -> None:
+    trigger = ProcessTimeTrigger(timedelta(minutes=10))
+    trigger.add([("dt=a", ["a"])], now_ms=1_000)
+    trigger.add([("dt=a", ["a"])], now_ms=500_000)  # seen again: first-seen stays
+    assert trigger.ready(None, now_ms=600_999) == []
+    assert [p.path for p in trigger.ready(None, now_ms=601_000)] == ["dt=a"]
+    trigger.committed(["dt=a"])
+    assert trigger.all_pending() == []
+
+
+def _ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def test_partition_time_trigger_compares_the_watermark_in_its_time_zone() -> None:
+    extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
+    utc = PartitionTimeTrigger(timedelta(hours=1), extractor, ["dt", "hr"], "UTC")
+    shanghai = PartitionTimeTrigger(timedelta(hours=1), extractor, ["dt", "hr"], "Asia/Shanghai")
+    for trigger in (utc, shanghai):
+        trigger.add([("dt=2026-11-22/hr=09", ["2026-11-22", "09"])], now_ms=0)
+    # 02:00:01 UTC is 10:00:01 in Shanghai: past 09:00 + 1 h there, not in UTC.
+    watermark = _ms(datetime.fromisoformat("2026-11-22T02:00:01+00:00"))
+    assert utc.ready(watermark, now_ms=watermark) == []
+    assert [p.path for p in shanghai.ready(watermark, now_ms=watermark)] == ["dt=2026-11-22/hr=09"]
+    exactly_at_deadline = _ms(datetime.fromisoformat("2026-11-22T10:00:00+00:00"))
+    assert utc.ready(exactly_at_deadline, now_ms=0) == [], "the watermark must be past the deadline"
+    assert len(utc.ready(exactly_at_deadline + 1, now_ms=0)) == 1
+
+
+def test_idle_timeout_commits_partitions_behind_the_wall_clock_without_a_watermark() -> None:
+    extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
+    trigger = PartitionTimeTrigger(timedelta(hours=1), extractor, ["dt", "hr"], "UTC", timedelta(minutes=5))
+    data_at = _ms(datetime.fromisoformat("2026-11-22T12:00:00+00:00"))
+    trigger.add(
+        [("dt=2026-11-22/hr=09", ["2026-11-22", "09"]), ("dt=2026-11-22/hr=23", ["2026-11-22", "23"])],
+        now_ms=data_at,
+    )
+    assert trigger.ready(None, now_ms=data_at + 60_000) == [], "not idle yet"
+    ready = trigger.ready(None, now_ms=data_at + 5 * 60_000)
+    assert [p.path for p in ready] == ["dt=2026-11-22/hr=09"], "hour 23 is still ahead of the wall clock"
+
+
+def test_trigger_state_round_trips_through_json() -> None:
+    trigger = ProcessTimeTrigger(timedelta(0))
+    trigger.add([("dt=a/hr=1", ["a", "1"])], now_ms=42)
+    restored = TriggerState.from_json(trigger.state.to_json())
+    assert restored == trigger.state
