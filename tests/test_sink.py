@@ -205,3 +205,50 @@ def test_late_data_for_a_committed_partition_commits_it_again(
     assert hour_zero.parameters["numFiles"] == "2"
     count = spark.sql("SELECT count(*) AS n FROM sink_db.late WHERE hr = '00'").collect()[0].n
     assert count == 70
+
+
+def _write_batch(
+    spark, table: TableDefinition, metastore: MetastoreSettings, rows, tmp_path: Path, overwrite: bool
+) -> None:
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
+    )
+    plan = InsertPlan(
+        query_name="batch_insert", checkpoint_location=(tmp_path / "checkpoint").as_uri(), overwrite=overwrite
+    )
+    FileSystemSink(context).write_batch(rows, plan)
+
+
+def test_batch_insert_commits_every_partition_and_overwrite_replaces_only_written_ones(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    table = keyed_table(
+        "sink_db",
+        "overwritten",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "365 d",
+            "partition.time-extractor.timestamp-pattern": "2026-01-01",
+        },
+    )
+    create_in_hms(hms, table)
+    first = spark.createDataFrame([(i, p) for p in ("a", "b") for i in range(10)], "id BIGINT, p STRING")
+    _write_batch(spark, table, metastore, first, tmp_path, overwrite=False)
+    # The trigger could never fire (delay 365 d, no watermark): end of input committed both anyway.
+    assert _partition_names(hms, table) == ["p=a", "p=b"]
+
+    second = spark.createDataFrame([(100 + i, "b") for i in range(3)], "id BIGINT, p STRING")
+    _write_batch(spark, table, metastore, second, tmp_path, overwrite=True)
+
+    read_back = sorted((r.id, r.p) for r in spark.sql("SELECT id, p FROM sink_db.overwritten").collect())
+    assert read_back == sorted([(i, "a") for i in range(10)] + [(100 + i, "b") for i in range(3)])
+    [b] = hms.get_partitions_by_names("sink_db", "overwritten", ["p=b"])
+    assert b.parameters["numRows"] == "3"
+    assert b.parameters["numFiles"] == str(
+        len([f for f in (tmp_path / "table" / "p=b").iterdir() if not f.name.startswith(("_", "."))])
+    )
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    last = list(log.entries("batch_insert"))[-1]
+    assert last.operation == "overwrite" and last.replaced_files
+    assert not list((tmp_path / "table").glob(".*")) and not list((tmp_path / "table").glob("*/.*"))

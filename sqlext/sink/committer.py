@@ -131,8 +131,11 @@ class BatchCommitter:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def process_batch(self, rows: DataFrame, batch_id: int, info: BatchInfo) -> LogEntry:
-        """Run the whole protocol for one batch (see the module docstring)."""
+    def process_batch(
+        self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False
+    ) -> LogEntry:
+        """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
+        the partitions the batch writes (batch mode only)."""
         with self._lock:
             started = time.monotonic()
             entry = self.log.get(self.query_name, batch_id)
@@ -141,6 +144,7 @@ class BatchCommitter:
                 self._stage(rows, staging)
                 fault_point("after-stage", batch_id)
                 entry = self._plan(batch_id, staging, info)
+                entry.operation = "overwrite" if overwrite else "append"
                 self.log.write(entry)
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
@@ -223,6 +227,10 @@ class BatchCommitter:
 
     def _move(self, entry: LogEntry) -> None:
         self.log.transition(entry, State.INFLIGHT)
+        if entry.operation == "overwrite" and self.settings.keys:
+            self._swap_partitions(entry)
+        elif entry.operation == "overwrite":
+            self._replace_unpartitioned(entry)
         for planned in entry.files:
             if self.fs.exists(planned.staged):
                 self.fs.move(planned.staged, planned.final)
@@ -237,6 +245,44 @@ class BatchCommitter:
         fault_point("after-move", entry.batch)
         self.log.transition(entry, State.COMPLETED)
         self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+
+    def _swap_partitions(self, entry: LogEntry) -> None:
+        """INSERT OVERWRITE of a partitioned table: each written partition is replaced whole.
+
+        The batch's files of a partition first gather in a hidden sibling dir (``.<leaf>.sqlext-new``);
+        then two renames swap directories: the old partition dir goes into the batch's hidden trash,
+        the new one takes its name. A reader sees the old rows, or (for the instant between the two
+        renames) none, or the new rows; never a mix, never a row twice. A restart finishes the swap
+        from the hidden dirs. (A table without partitions is replaced file by file.)
+        """
+        trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
+        for planned in entry.files:
+            if self.fs.exists(planned.staged):
+                self.fs.move(
+                    planned.staged, join(self._swap_dir(planned.partition), planned.final.rsplit("/", 1)[1])
+                )
+        for relative in sorted({planned.partition for planned in entry.files}):
+            new_dir, final_dir = self._swap_dir(relative), join(self.settings.path, relative)
+            if not self.fs.is_dir(new_dir):
+                continue  # swapped before a crash
+            if self.fs.is_dir(final_dir):
+                self.fs.move(final_dir, join(trash, relative))
+                entry.replaced_files.append(final_dir)
+            self.fs.move(new_dir, final_dir)
+        self.log.write(entry)
+
+    def _swap_dir(self, relative: str) -> str:
+        parent, _, leaf = relative.rpartition("/")
+        return join(self.settings.path, parent, f".{leaf}.sqlext-new")
+
+    def _replace_unpartitioned(self, entry: LogEntry) -> None:
+        trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
+        new_files = {planned.final for planned in entry.files}
+        for status in self.fs.list_files(self.settings.path, recursive=False):
+            if is_data_file(status.relative) and status.uri not in new_files:
+                self.fs.move(status.uri, join(trash, status.relative))
+                entry.replaced_files.append(status.uri)
+        self.log.write(entry)
 
     # -- partition commit ------------------------------------------------------------------------
 
