@@ -16,6 +16,7 @@ from sqlext.sink.commitlog import CommitLog, State
 from sqlext.sink.filesystem import FileSystemSink, running_insert
 from sqlext.table import TableDefinition
 from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.waiting import wait_for
 from tests.support.tables import create_in_hms, events_table, keyed_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
@@ -252,3 +253,38 @@ def test_batch_insert_commits_every_partition_and_overwrite_replaces_only_writte
     last = list(log.entries("batch_insert"))[-1]
     assert last.operation == "overwrite" and last.replaced_files
     assert not list((tmp_path / "table").glob(".*")) and not list((tmp_path / "table").glob("*/.*"))
+
+
+def test_idle_timeout_commits_quiet_partitions_without_a_new_batch(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    write_hourly_events(input_dir, START, hours=2, rows_per_hour=20)  # event time long past
+    table = events_table(
+        "sink_db",
+        "idle",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+            "sink.partition-commit.idle-timeout": "1 s",
+        },
+    )
+    create_in_hms(hms, table)
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
+    )
+    plan = InsertPlan(query_name="idle_insert", checkpoint_location=(tmp_path / "checkpoint").as_uri())
+    query = FileSystemSink(context).start_stream(_event_stream(spark, input_dir), plan)  # unbounded
+    try:
+        # The last hour's watermark never comes (no more data); the idle rule commits it.
+        wait_for(
+            lambda: len(_partition_names(hms, table)) == 2, timeout_s=120, what="both partitions committed"
+        )
+        assert query.isActive
+        log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+        by_batches = {p for e in log.entries("idle_insert") for p in e.committed_partitions}
+        assert "dt=2026-11-22/hr=01" not in by_batches, "hour 01 was committed by the idle rule, not a batch"
+    finally:
+        query.stop()
