@@ -16,8 +16,8 @@ from sqlext.sink.commitlog import CommitLog, State
 from sqlext.sink.filesystem import FileSystemSink, running_insert
 from sqlext.table import TableDefinition
 from tests.support.streams import EVENT_DDL, write_hourly_events
-from tests.support.waiting import wait_for
 from tests.support.tables import create_in_hms, events_table, keyed_table
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 
