@@ -61,6 +61,14 @@ def _metastore_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _commits(args: argparse.Namespace) -> int:
+    from sqlext.audit import commit_log_entries, render, resolve_table_path
+
+    path = resolve_table_path(args.table, args.metastore_uri)
+    print(render(commit_log_entries(path, args.query), as_json=args.json))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from sqlext.demo import run_demo
 
@@ -99,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         action = actions.add_parser(name, help=help_text)
         _add_metastore_flags(action)
         action.set_defaults(handler=handler)
+
+    commits = commands.add_parser("commits", help="show a table's commit log (batches, files, partitions)")
+    commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
+    commits.add_argument("--query", help="only this writing query")
+    commits.add_argument("--json", action="store_true", help="one JSON object per batch")
+    commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
+    commits.set_defaults(handler=_commits)
 
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")

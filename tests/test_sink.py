@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sqlext.cli import main
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
@@ -113,6 +114,28 @@ def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
     }
     assert counts == {("2026-11-22", f"{h:02d}"): 120 for h in range(5)}
     assert not list((tmp_path / "table").glob("_sqlext/staging/*/*"))
+
+
+def test_commits_command_shows_each_batch_and_what_it_committed(
+    spark,
+    hms: MetastoreClient,
+    metastore: MetastoreSettings,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=30)
+    table = events_table("sink_db", "audited", tmp_path / "table")
+    create_in_hms(hms, table)
+    _run_bounded(spark, table, metastore, _event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
+
+    assert main(["commits", "sink_db.audited", "--metastore-uri", metastore.uri]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split()[:3] == ["query", "batch", "state"]
+    assert [line.split()[:6] for line in lines[1:]] == [
+        ["insert_audited", "0", "completed", "append", "30", "1"],
+        ["insert_audited", "1", "completed", "append", "30", "1"],
+    ]
+    assert lines[1].endswith("dt=2026-11-22/hr=00") and lines[2].endswith("dt=2026-11-22/hr=01")
 
 
 def test_process_time_with_zero_delay_commits_each_partition_in_the_batch_that_wrote_it(

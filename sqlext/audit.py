@@ -1,0 +1,46 @@
+"""``sqlext commits``: show a table's commit log (which batch of which query committed what)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from sqlext.config import SqlextConfig
+from sqlext.errors import TableNotFoundError
+from sqlext.fs import FileSystem, normalize
+from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.commitlog import CommitLog, LogEntry
+from sqlext.table import TableIdentifier
+
+
+def resolve_table_path(target: str, metastore_uri: str | None) -> str:
+    """A table path URI as given, or the location of ``db.table`` in the metastore."""
+    if "://" in target or target.startswith(("/", "file:")):
+        return normalize(target)
+    uri = metastore_uri or SqlextConfig.load().metastore_uris or SqlextConfig.load().metastore_settings().uri
+    ident = TableIdentifier.parse(target)
+    with MetastoreClient(uri) as client:
+        table = client.get_table(ident.database, ident.name)
+    if table is None:
+        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {uri}.")
+    return normalize(table.sd.location)
+
+
+def commit_log_entries(table_path: str, query: str | None = None) -> list[LogEntry]:
+    return list(CommitLog(FileSystem(table_path), table_path).entries(query))
+
+
+def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
+    """The entries as a text table (one line per batch) or as JSON lines."""
+    entries = list(entries)
+    if as_json:
+        return "\n".join(json.dumps(entry.to_json(), sort_keys=True) for entry in entries)
+    header = (
+        f"{'query':<24} {'batch':>6} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
+    )
+    lines = [header]
+    for e in entries:
+        committed = ", ".join(e.committed_partitions) or "-"
+        counts = f"{e.rows:>10} {len(e.files):>5}"
+        lines.append(f"{e.query:<24} {e.batch:>6} {e.state!s:<9} {e.operation:<9} {counts}  {committed}")
+    return "\n".join(lines)
