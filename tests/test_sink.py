@@ -311,3 +311,23 @@ def test_idle_timeout_commits_quiet_partitions_without_a_new_batch(
         assert "dt=2026-11-22/hr=01" not in by_batches, "hour 01 was committed by the idle rule, not a batch"
     finally:
         query.stop()
+
+
+def test_rolling_file_size_caps_the_files_of_a_batch(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=20_000)
+    table = events_table("sink_db", "rolled", tmp_path / "table", **{"sink.rolling-policy.file-size": "64kb"})
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, _event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
+
+    for hour in ("00", "01"):
+        files = [
+            f
+            for f in (tmp_path / "table" / "dt=2026-11-22" / f"hr={hour}").iterdir()
+            if not f.name.startswith(("_", "."))
+        ]
+        assert len(files) > 3, "the batch was split into several files"
+        assert max(f.stat().st_size for f in files) < 2 * 64 * 1024
+    assert spark.sql("SELECT count(*) AS n FROM sink_db.rolled").collect()[0].n == 40_000

@@ -106,7 +106,8 @@ class BatchCommitter:
         self.policies = settings.policies()
         self.trigger = self._restore_trigger()
         self._row_counts: dict[str, int] = {}
-        self._bytes_per_row: float | None = None
+        self._bytes_per_row = self._initial_row_size()
+        self.progress = InsertProgress()
         self._lock = threading.RLock()
 
     # -- trigger state ---------------------------------------------------------------------------
@@ -153,8 +154,10 @@ class BatchCommitter:
                 self._move(entry)
                 fault_point("after-log", batch_id)
             committed = self.commit_partitions(entry, info.watermark_ms)
+            self.progress.add(entry, len(committed))
             log.info(
-                "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s)",
+                "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s); "
+                "totals: %d batches, %d rows, %d files, %d partition commits",
                 self.query_name,
                 batch_id,
                 entry.rows,
@@ -162,6 +165,10 @@ class BatchCommitter:
                 self.settings.path,
                 ", ".join(committed) or "none",
                 time.monotonic() - started,
+                self.progress.batches,
+                self.progress.rows,
+                self.progress.files,
+                self.progress.partitions_committed,
             )
             return entry
 
@@ -180,7 +187,7 @@ class BatchCommitter:
         if keys:
             writer = writer.partitionBy(*keys)
         options = dict(self.settings.format_options)
-        if self._bytes_per_row:
+        if self.settings.rolling_file_size:
             options["maxRecordsPerFile"] = str(
                 max(1, int(self.settings.rolling_file_size / self._bytes_per_row))
             )
@@ -219,6 +226,18 @@ class BatchCommitter:
             return []
         values = parse_partition_path(directory, self.settings.keys)
         return [None if value == SPARK_DEFAULT_PARTITION else value for value in values]
+
+    def _initial_row_size(self) -> float:
+        """Bytes per row to size files by before a batch has been measured: this query's last
+        committed batch if there is one, else an uncompressed guess from the column types (files then
+        come out smaller than the target, never larger)."""
+        last = self.log.last_batch(self.query_name)
+        entry = self.log.get(self.query_name, last) if last is not None else None
+        if entry is not None and entry.rows:
+            return sum(f.size for f in entry.files) / entry.rows
+        return float(
+            sum(_TYPE_WIDTH.get(c.type.split("(")[0].upper(), 32) for c in self.settings.table.data_columns)
+        )
 
     def _learn_row_size(self, files: list[PlannedFile]) -> None:
         rows = sum(f.rows or 0 for f in files)
@@ -370,6 +389,41 @@ class BatchCommitter:
     def close(self) -> None:
         if self.metastore is not None:
             self.metastore.close()
+
+
+#: Uncompressed bytes per value by Flink type name, for the first batch's file-size estimate.
+_TYPE_WIDTH = {
+    "BOOLEAN": 1,
+    "TINYINT": 1,
+    "SMALLINT": 2,
+    "INT": 4,
+    "INTEGER": 4,
+    "BIGINT": 8,
+    "FLOAT": 4,
+    "DOUBLE": 8,
+    "DATE": 4,
+    "TIMESTAMP": 12,
+    "TIMESTAMP_LTZ": 12,
+    "DECIMAL": 16,
+}
+
+
+@dataclass
+class InsertProgress:
+    """Running totals of one insert, logged with each batch and readable from its RunningInsert."""
+
+    batches: int = 0
+    rows: int = 0
+    files: int = 0
+    partitions_committed: int = 0
+    last_batch: int | None = None
+
+    def add(self, entry: LogEntry, committed: int) -> None:
+        self.batches += 1
+        self.rows += entry.rows
+        self.files += len(entry.files)
+        self.partitions_committed += committed
+        self.last_batch = entry.batch
 
 
 def is_data_file(name: str) -> bool:
