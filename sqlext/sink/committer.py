@@ -36,10 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors import filesystem_options as fso
-from sqlext.errors import CommitError
+from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.fs import FileStatus, FileSystem, join
-from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.sink.escaping import parse_partition_path, partition_path
 from sqlext.sink.policies import PartitionCommitContext
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 log = logging.getLogger("sqlext.commit")
+
+#: How long one partition commit waits for an unreachable metastore before deferring.
+METASTORE_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,10 @@ class BatchCommitter:
         self.log = CommitLog(self.fs, settings.path)
         self.state_fs = FileSystem(state_dir)
         self.state_uri = join(state_dir, "sqlext", "trigger-state.json")
-        self.metastore = MetastoreClient(metastore_uri) if metastore_uri else None
+        # A short retry deadline: a batch waits this long for the metastore, then goes on writing and
+        # leaves its partitions pending (retried at the next batch or tick).
+        retry = RetryPolicy(deadline_s=METASTORE_WAIT_S)
+        self.metastore = MetastoreClient(metastore_uri, retry) if metastore_uri else None
         self.spark = spark
         self.policies = settings.policies()
         self.trigger = self._restore_trigger()
@@ -317,7 +323,19 @@ class BatchCommitter:
                 self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms)
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
             if ready:
-                self._run_policies(ready, entry.batch if entry else None)
+                try:
+                    self._run_policies(ready, entry.batch if entry else None)
+                except MetastoreUnavailableError as exc:
+                    # Files are committed already; the partitions stay pending and are retried at the
+                    # next batch or tick, so writing goes on while the metastore is away.
+                    log.warning(
+                        "%s: metastore unavailable, %d partition(s) wait to be committed (%s): %s",
+                        self.query_name,
+                        len(ready),
+                        ", ".join(p.path for p in ready[:5]),
+                        exc,
+                    )
+                    ready = []
                 fault_point("after-policies", entry.batch if entry else None)
                 self.trigger.committed(p.path for p in ready)
             self._save_trigger()
@@ -328,10 +346,20 @@ class BatchCommitter:
             return committed
 
     def end_of_input(self) -> list[str]:
-        """Commit every pending partition (Flink's end-of-input rule for bounded inserts)."""
+        """Commit every pending partition (Flink's end-of-input rule for bounded inserts).
+
+        Raises :class:`MetastoreUnavailableError` when some could not be committed because the
+        metastore did not answer; calling again later finishes the job."""
         committed = self.commit_partitions(None, None, end_of_input=True)
         if committed:
             log.info("%s: end of input; committed %s", self.query_name, ", ".join(committed))
+        waiting = self.trigger.all_pending()
+        if waiting:
+            raise MetastoreUnavailableError(
+                f"{self.query_name}: {len(waiting)} partition(s) of {self.settings.table.identifier} are "
+                "written but not committed, because the metastore did not answer; they are committed when "
+                "the insert runs again."
+            )
         return committed
 
     def tick(self) -> list[str]:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqlext.errors import MetastoreUnavailableError
 from sqlext.fs import FileSystem
 from sqlext.sink.api import InsertPlan, TableSink
 from sqlext.sink.committer import BatchCommitter, BatchInfo, read_batch_info
@@ -29,6 +30,8 @@ log = logging.getLogger("sqlext.sink")
 
 #: How often a running insert checks for partitions that became ready between batches.
 TICK_INTERVAL_S = 5
+#: How long a finished bounded insert keeps retrying its final partition commit.
+END_OF_INPUT_WAIT_S = 600.0
 
 
 @dataclass
@@ -48,13 +51,25 @@ class RunningInsert:
                 if self.committer.settings.partitioned:
                     self.committer.tick()
             if self.query.exception() is None and self.bounded:
-                self.committer.end_of_input()
+                self._end_of_input()
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
             log.error("%s: partition commit after the query failed: %s", self.committer.query_name, exc)
         finally:
             self.committer.close()
             self.finished.set()
+
+    def _end_of_input(self) -> None:
+        """Commit all pending partitions, waiting out a metastore outage up to END_OF_INPUT_WAIT_S."""
+        deadline = time.monotonic() + END_OF_INPUT_WAIT_S
+        while True:
+            try:
+                self.committer.end_of_input()
+                return
+            except MetastoreUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("%s: end of input waits for the metastore", self.committer.query_name)
 
     def wait(self, timeout_s: float | None = None) -> bool:
         """Wait until the query ended and its end-of-input commit ran; re-raise a commit error."""
