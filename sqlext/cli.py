@@ -7,10 +7,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sqlext import thriftserver
 from sqlext.config import SqlextConfig
 from sqlext.errors import SqlextError
 from sqlext.metastore import launcher
 from sqlext.metastore.launcher import Backend, MetastoreSettings
+from sqlext.thriftserver import ThriftServerSettings
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -69,6 +71,49 @@ def _commits(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
+    conf = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SqlextError(f"Invalid --conf '{pair}': expected key=value.")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def _thriftserver_settings(args: argparse.Namespace) -> ThriftServerSettings:
+    conf = _parse_conf(args.conf)
+    config = SqlextConfig.load(conf)
+    uri = config.metastore_uris
+    if uri is None:
+        uri = launcher.start(config.metastore_settings()).uri  # the embedded one, started if needed
+    port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
+    return ThriftServerSettings(metastore_uri=uri, port=port, conf=conf)
+
+
+def _thriftserver(args: argparse.Namespace) -> int:
+    settings = _thriftserver_settings(args)
+    if args.action == "start":
+        pid, already = thriftserver.start(settings)
+        state = "already running" if already else "started"
+        print(
+            f"Thrift server {state} (pid {pid}, metastore {settings.metastore_uri}, log {settings.log_file})",
+            file=sys.stderr,
+        )
+        print(settings.url)
+        return 0
+    if args.action == "stop":
+        print(
+            "stopped"
+            if thriftserver.stop(settings)
+            else f"no Thrift server started here runs on {settings.port}"
+        )
+        return 0
+    running = thriftserver.status(settings)
+    print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
+    return 0 if running else 3
+
+
 def _demo(args: argparse.Namespace) -> int:
     from sqlext.demo import run_demo
 
@@ -114,6 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     commits.add_argument("--json", action="store_true", help="one JSON object per batch")
     commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     commits.set_defaults(handler=_commits)
+
+    server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
+    server.add_argument("action", choices=["start", "stop", "status"])
+    server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
+    server.add_argument(
+        "--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included"
+    )
+    server.set_defaults(handler=_thriftserver)
 
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")

@@ -14,12 +14,8 @@ file it wrote (and only if that pid is still a HiveMetaStore on that port).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import time
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -27,6 +23,7 @@ from pathlib import Path
 from string import Template
 from xml.sax.saxutils import escape
 
+from sqlext import process
 from sqlext.errors import JavaNotFoundError, MetastoreError
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
@@ -34,7 +31,6 @@ from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 DEFAULT_PORT = 9083
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
-_LOG_TAIL_LINES = 40
 
 
 class Backend(StrEnum):
@@ -163,26 +159,16 @@ def start(settings: MetastoreSettings) -> StartResult:
         return StartResult(settings.uri, current.pid, already_running=True)
     if current.pid is not None:
         # Ours, alive, not answering yet: a concurrent start; wait for it rather than start twice.
-        return _wait_until_answering(settings, current.pid, None)
-    if _port_open(settings.host, settings.port):
+        return _wait_until_answering(settings, current.pid)
+    if process.port_open(settings.host, settings.port):
         raise MetastoreError(
             f"Port {settings.port} on {settings.host} is taken by a process that is not a Hive Metastore; "
             "choose another port (--port) or stop that process."
         )
     java = find_java()
-    command = _command(settings, java)
-    settings.log_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_file, "ab") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=settings.home,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    settings.pid_file.write_text(str(process.pid))
-    return _wait_until_answering(settings, process.pid, process)
+    pid = process.spawn(_command(settings, java), settings.log_file, settings.home)
+    settings.pid_file.write_text(str(pid))
+    return _wait_until_answering(settings, pid)
 
 
 def stop(settings: MetastoreSettings, timeout_s: float = 30.0) -> bool:
@@ -191,10 +177,7 @@ def stop(settings: MetastoreSettings, timeout_s: float = 30.0) -> bool:
     if pid is None:
         settings.pid_file.unlink(missing_ok=True)
         return False
-    os.killpg(pid, signal.SIGTERM)
-    if not _wait_for_exit(pid, timeout_s):
-        os.killpg(pid, signal.SIGKILL)
-        _wait_for_exit(pid, 10.0)
+    process.stop_group(pid, timeout_s)
     settings.pid_file.unlink(missing_ok=True)
     return True
 
@@ -244,17 +227,14 @@ def _write_hive_site(settings: MetastoreSettings) -> None:
     (settings.conf_dir / "hive-site.xml").write_text(xml)
 
 
-def _wait_until_answering(
-    settings: MetastoreSettings, pid: int, process: subprocess.Popen[bytes] | None
-) -> StartResult:
+def _wait_until_answering(settings: MetastoreSettings, pid: int) -> StartResult:
     deadline = time.monotonic() + settings.startup_timeout_s
     while time.monotonic() < deadline:
-        exited = process.poll() is not None if process is not None else not _alive(pid)
-        if exited:
+        if not process.alive(pid):
             settings.pid_file.unlink(missing_ok=True)
             raise MetastoreError(
                 f"The Hive Metastore died on start (see {settings.log_file}). "
-                f"Last lines:\n{_log_tail(settings)}"
+                f"Last lines:\n{process.log_tail(settings.log_file)}"
             )
         if _answers(settings.uri, timeout_s=2.0):
             return StartResult(settings.uri, pid, already_running=False)
@@ -262,7 +242,7 @@ def _wait_until_answering(
     stop(settings)
     raise MetastoreError(
         f"The Hive Metastore did not answer at {settings.uri} within {settings.startup_timeout_s:g} s "
-        f"and was stopped (see {settings.log_file}). Last lines:\n{_log_tail(settings)}"
+        f"and was stopped (see {settings.log_file}). Last lines:\n{process.log_tail(settings.log_file)}"
     )
 
 
@@ -277,61 +257,6 @@ def _answers(uri: str, timeout_s: float) -> bool:
     return True
 
 
-def _port_open(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex((host, port)) == 0
-
-
 def _live_pid(settings: MetastoreSettings) -> int | None:
     """The pid in this home's pid file, if that process is alive and is our metastore on that port."""
-    try:
-        pid = int(settings.pid_file.read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
-    if not _alive(pid):
-        return None
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return pid  # no /proc (not Linux): trust the pid file
-    if MAIN_CLASS.encode() in cmdline and str(settings.port).encode() in cmdline:
-        return pid
-    return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        # A zombie (exited, not yet reaped by its parent) counts as dead.
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            _reap(pid)
-            return False
-    return True
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def _wait_for_exit(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    return not _alive(pid)
-
-
-def _log_tail(settings: MetastoreSettings) -> str:
-    try:
-        lines = settings.log_file.read_text(errors="replace").splitlines()
-    except FileNotFoundError:
-        return "(no log written)"
-    return "\n".join(lines[-_LOG_TAIL_LINES:])
+    return process.live_pid(settings.pid_file, MAIN_CLASS, str(settings.port))

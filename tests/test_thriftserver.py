@@ -1,0 +1,110 @@
+"""Spark's Thrift server on sqlext's metastore, queried with PyHive as a user would: committed
+partitions are visible with their rows, written-but-uncommitted ones are not."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pyhive import hive
+
+from sqlext.fs import FileSystem
+from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.sink.api import InsertPlan
+from sqlext.sink.commitlog import CommitLog
+from sqlext.sink.filesystem import FileSystemSink
+from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.tables import create_in_hms, events_table
+from tests.support.waiting import free_port, wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
+
+
+def _sqlext(*args: str, env_home: Path) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = {**os.environ, "SQLEXT_HOME": str(env_home)}
+    return subprocess.run(
+        [sys.executable, "-m", "sqlext.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_thrift_server_queries_see_committed_partitions_only(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    write_hourly_events(input_dir, datetime(2026, 11, 22), hours=3, rows_per_hour=50)
+    table = events_table(
+        "ts_db",
+        "events",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+        },
+    )
+    create_in_hms(hms, table)
+    rows = (
+        spark.readStream.schema(EVENT_DDL)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(input_dir.as_uri())
+        .withWatermark("ts", "0 seconds")
+        .selectExpr(
+            "id",
+            "user_id",
+            "amount",
+            "ts",
+            "date_format(ts, 'yyyy-MM-dd') AS dt",
+            "date_format(ts, 'HH') AS hr",
+        )
+    )
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
+    )
+    query = FileSystemSink(context).start_stream(rows, InsertPlan("ts_insert", (tmp_path / "cp").as_uri()))
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    port = free_port()
+    try:
+        wait_for(lambda: len(list(log.entries("ts_insert"))) == 3, 120, what="three batches committed")
+        wait_for(
+            lambda: hms.get_partition_names("ts_db", "events") == ["dt=2026-11-22/hr=00"],
+            60,
+            what="hour 00 committed",
+        )
+        assert (tmp_path / "table" / "dt=2026-11-22" / "hr=02").is_dir(), "hour 02 is written, not committed"
+
+        started = _sqlext(
+            "thriftserver",
+            "start",
+            "--port",
+            str(port),
+            "--conf",
+            f"spark.sqlext.metastore.uris={metastore.uri}",
+            env_home=tmp_path / "home",
+        )
+        assert started.returncode == 0, started.stderr[-2000:]
+        assert started.stdout.strip() == f"jdbc:hive2://127.0.0.1:{port}/default"
+
+        cursor = hive.connect(host="127.0.0.1", port=port, username="tester").cursor()
+        cursor.execute("SELECT hr, count(*), count(DISTINCT id) FROM ts_db.events GROUP BY hr ORDER BY hr")
+        assert cursor.fetchall() == [("00", 50, 50)]
+        cursor.execute("SHOW PARTITIONS ts_db.events")
+        assert cursor.fetchall() == [("dt=2026-11-22/hr=00",)]
+    finally:
+        query.stop()
+        stopped = _sqlext(
+            "thriftserver",
+            "stop",
+            "--port",
+            str(port),
+            "--conf",
+            f"spark.sqlext.metastore.uris={metastore.uri}",
+            env_home=tmp_path / "home",
+        )
+    assert stopped.stdout.strip() == "stopped"
