@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,16 @@ log = logging.getLogger("sqlext.commit")
 
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """A data file written into a hidden staging location, with its partition values (None: NULL)."""
+
+    uri: str
+    size: int
+    values: list[str | None]
+    rows: int | None
 
 
 @dataclass(frozen=True)
@@ -143,14 +154,26 @@ class BatchCommitter:
     ) -> LogEntry:
         """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
         the partitions the batch writes (batch mode only)."""
+
+        def stage() -> list[StagedFile]:
+            staging = self.log.staging_dir(self.query_name, batch_id)
+            self._stage(rows, staging)
+            return self._list_staged(staging)
+
+        return self.process(batch_id, info, stage, overwrite)
+
+    def process(
+        self, batch_id: int, info: BatchInfo, stage: Callable[[], list[StagedFile]], overwrite: bool = False
+    ) -> LogEntry:
+        """The protocol for a batch whose files ``stage`` writes (or has written) into hidden staging
+        locations; ``stage`` is called only when the commit log has no record of the batch."""
         with self._lock:
             started = time.monotonic()
             entry = self.log.get(self.query_name, batch_id)
             if entry is None:
-                staging = self.log.staging_dir(self.query_name, batch_id)
-                self._stage(rows, staging)
+                staged = stage()
                 fault_point("after-stage", batch_id)
-                entry = self._plan(batch_id, staging, info)
+                entry = self._plan(batch_id, staged, info)
                 entry.operation = "overwrite" if overwrite else "append"
                 self.log.write(entry)
                 fault_point("after-plan", batch_id)
@@ -199,19 +222,26 @@ class BatchCommitter:
             )
         writer.options(**options).save(staging)
 
-    def _plan(self, batch_id: int, staging: str, info: BatchInfo) -> LogEntry:
-        files: list[PlannedFile] = []
-        partitions: dict[str, list[str]] = {}
+    def _list_staged(self, staging: str) -> list[StagedFile]:
+        """The data files Spark's writer left in ``staging`` (``k=v`` dirs, Spark's escaping)."""
+        staged = []
         for status in self.fs.list_files(staging):
             name = status.relative.rsplit("/", 1)[-1]
             if name.startswith(("_", ".")):
                 continue  # Spark's _SUCCESS marker, checksums
             directory = status.relative[: -len(name)].rstrip("/")
-            values = self._partition_values(directory)
-            relative = partition_path(self.settings.keys, values, self.settings.default_partition_name)
-            final = join(self.settings.path, relative, name)
             rows = count_rows(self.fs, status, self.settings.format)
-            files.append(PlannedFile(status.uri, final, relative, status.size, rows))
+            staged.append(StagedFile(status.uri, status.size, self._partition_values(directory), rows))
+        return staged
+
+    def _plan(self, batch_id: int, staged: list[StagedFile], info: BatchInfo) -> LogEntry:
+        files: list[PlannedFile] = []
+        partitions: dict[str, list[str]] = {}
+        for item in staged:
+            values = item.values
+            relative = partition_path(self.settings.keys, values, self.settings.default_partition_name)
+            final = join(self.settings.path, relative, item.uri.rsplit("/", 1)[1])
+            files.append(PlannedFile(item.uri, final, relative, item.size, item.rows))
             if relative:
                 partitions[relative] = [
                     self.settings.default_partition_name if v is None else v for v in values
