@@ -140,6 +140,12 @@ class FileSystem:
     def write_json(self, uri: str, value: Any) -> None:
         self.write_text(uri, json.dumps(value, indent=1, sort_keys=True))
 
+    def open_output(self, uri: str) -> Any:
+        """A new file to write (its parent dir created)."""
+        path = self._path(uri)
+        self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return self._fs.open_output_stream(path)
+
     def open_input(self, uri: str) -> Any:
         """A seekable input file (for format readers such as pyarrow.parquet)."""
         return self._fs.open_input_file(self._path(uri))

@@ -144,7 +144,8 @@ class BatchCommitter:
             )
         return ProcessTimeTrigger(self.settings.delay, state)
 
-    def _save_trigger(self) -> None:
+    def save_state(self) -> None:
+        """Persist the trigger state (pending partitions, event-time high mark) in the state dir."""
         self.state_fs.write_json(self.state_uri, self.trigger.state.to_json())
 
     # -- the protocol ----------------------------------------------------------------------------
@@ -368,7 +369,7 @@ class BatchCommitter:
                     ready = []
                 fault_point("after-policies", entry.batch if entry else None)
                 self.trigger.committed(p.path for p in ready)
-            self._save_trigger()
+            self.save_state()
             committed = [p.path for p in ready]
             if entry is not None and committed:
                 entry.committed_partitions = sorted({*entry.committed_partitions, *committed})

@@ -36,15 +36,18 @@ class PendingPartition:
 
 @dataclass
 class TriggerState:
-    """What a trigger persists: pending partitions and when data last arrived."""
+    """What a trigger persists: pending partitions, when data last arrived, and (for writers that
+    track event time themselves) the largest event time seen."""
 
     pending: dict[str, PendingPartition] = field(default_factory=dict)
     last_data_ms: int = 0
+    max_event_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": 1,
             "last_data_ms": self.last_data_ms,
+            "max_event_ms": self.max_event_ms,
             "pending": [
                 {"path": p.path, "values": p.values, "first_seen_ms": p.first_seen_ms}
                 for p in sorted(self.pending.values(), key=lambda p: p.path)
@@ -57,7 +60,7 @@ class TriggerState:
             entry["path"]: PendingPartition(entry["path"], list(entry["values"]), int(entry["first_seen_ms"]))
             for entry in data.get("pending", [])
         }
-        return cls(pending, int(data.get("last_data_ms", 0)))
+        return cls(pending, int(data.get("last_data_ms", 0)), int(data.get("max_event_ms", 0)))
 
 
 class PartitionCommitTrigger(ABC):

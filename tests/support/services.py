@@ -48,6 +48,8 @@ def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers (UDFs, Python data sources) must run this interpreter, with this venv's packages.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
     session = (
         SparkSession.builder.master("local[2]")
