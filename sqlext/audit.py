@@ -35,9 +35,7 @@ def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
     entries = list(entries)
     if as_json:
         return "\n".join(json.dumps(entry.to_json(), sort_keys=True) for entry in entries)
-    header = (
-        f"{'query':<24} {'batch':>6} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
-    )
+    header = f"{'query':<24} {'batch':>6} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
     lines = [header]
     for e in entries:
         committed = ", ".join(e.committed_partitions) or "-"

@@ -28,8 +28,7 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         backend=backend,
         jdbc_url=args.jdbc_url or base.jdbc_url,
         user=args.user or (base.user if base.backend is backend else ("hive" if postgres else "APP")),
-        password=args.password
-        or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
+        password=args.password or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
         jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
     )
 
@@ -103,11 +102,7 @@ def _thriftserver(args: argparse.Namespace) -> int:
         print(settings.url)
         return 0
     if args.action == "stop":
-        print(
-            "stopped"
-            if thriftserver.stop(settings)
-            else f"no Thrift server started here runs on {settings.port}"
-        )
+        print("stopped" if thriftserver.stop(settings) else f"no Thrift server started here runs on {settings.port}")
         return 0
     running = thriftserver.status(settings)
     print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
@@ -124,12 +119,8 @@ def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="Thrift port (default 9083, or spark.sqlext.metastore.port)")
     parser.add_argument("--home", help="directory for the metastore's database, config, pid and log")
     parser.add_argument("--warehouse", help="warehouse dir URI (default <home>/warehouse)")
-    parser.add_argument(
-        "--backend", choices=[b.value for b in Backend], help="database backend (default derby)"
-    )
-    parser.add_argument(
-        "--jdbc-url", help="PostgreSQL JDBC URL, e.g. jdbc:postgresql://localhost:5432/metastore"
-    )
+    parser.add_argument("--backend", choices=[b.value for b in Backend], help="database backend (default derby)")
+    parser.add_argument("--jdbc-url", help="PostgreSQL JDBC URL, e.g. jdbc:postgresql://localhost:5432/metastore")
     parser.add_argument("--user", help="database user")
     parser.add_argument("--password", help="database password")
     parser.add_argument("--jdbc-driver-jar", help="JDBC driver jar (default /usr/share/java/postgresql.jar)")
@@ -163,9 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
     server.add_argument("action", choices=["start", "stop", "status"])
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
-    server.add_argument(
-        "--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included"
-    )
+    server.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
     server.set_defaults(handler=_thriftserver)
 
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")

@@ -94,9 +94,7 @@ class FileSystem:
         """Names of the direct sub-directories of ``uri``."""
         selector = pafs.FileSelector(self._path(uri).rstrip("/"), allow_not_found=True)
         return sorted(
-            info.base_name
-            for info in self._fs.get_file_info(selector)
-            if info.type == pafs.FileType.Directory
+            info.base_name for info in self._fs.get_file_info(selector) if info.type == pafs.FileType.Directory
         )
 
     def move(self, source: str, target: str) -> None:

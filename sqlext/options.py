@@ -175,9 +175,7 @@ class ConfigOption(Generic[T]):
             ) from None
         problem = self.check(value) if self.check else None
         if problem:
-            raise OptionError(
-                f"Invalid value for option '{name}': '{raw}'. {problem}", option=name, value=raw
-            )
+            raise OptionError(f"Invalid value for option '{name}': '{raw}'. {problem}", option=name, value=raw)
         return value
 
     def matches(self, key: str) -> bool:

@@ -85,9 +85,7 @@ class TableDefinition:
         names = [column.name.lower() for column in self.columns]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
-            raise ValidationError(
-                f"Table {self.identifier} declares column(s) {', '.join(duplicates)} twice."
-            )
+            raise ValidationError(f"Table {self.identifier} declares column(s) {', '.join(duplicates)} twice.")
         for key in self.partition_keys:
             if key.lower() not in names:
                 raise ValidationError(
@@ -95,14 +93,10 @@ class TableDefinition:
                     f"columns are: {', '.join(c.name for c in self.columns)}."
                 )
             if not self.column(key).is_physical:
-                raise ValidationError(
-                    f"Partition key '{key}' of table {self.identifier} must be a physical column."
-                )
+                raise ValidationError(f"Partition key '{key}' of table {self.identifier} must be a physical column.")
         for key in self.primary_key:
             if key.lower() not in names:
-                raise ValidationError(
-                    f"Primary key column '{key}' of table {self.identifier} is not a column."
-                )
+                raise ValidationError(f"Primary key column '{key}' of table {self.identifier} is not a column.")
         if self.watermark and self.watermark.column.lower() not in names:
             raise ValidationError(
                 f"Watermark column '{self.watermark.column}' of table {self.identifier} is not a column."

@@ -106,16 +106,13 @@ def start(settings: ThriftServerSettings) -> tuple[int, bool]:
         if not process.alive(pid):
             settings.pid_file.unlink(missing_ok=True)
             raise SqlextError(
-                f"The Thrift server died on start (see {settings.log_file}):\n"
-                f"{process.log_tail(settings.log_file)}"
+                f"The Thrift server died on start (see {settings.log_file}):\n{process.log_tail(settings.log_file)}"
             )
         if process.port_open(settings.host, settings.port):
             return pid, False
         time.sleep(0.25)
     stop(settings)
-    raise SqlextError(
-        f"The Thrift server did not listen on {settings.port} within {settings.startup_timeout_s:g} s."
-    )
+    raise SqlextError(f"The Thrift server did not listen on {settings.port} within {settings.startup_timeout_s:g} s.")
 
 
 def stop(settings: ThriftServerSettings) -> bool:

@@ -56,9 +56,7 @@ def test_metastore_outage_during_a_streaming_insert_delays_commits_and_loses_not
             "date_format(ts, 'HH') AS hr",
         )
     )
-    context = SimpleNamespace(
-        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=own.uri), config=None
-    )
+    context = SimpleNamespace(spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=own.uri), config=None)
     plan = InsertPlan("outage_insert", (tmp_path / "checkpoint").as_uri(), trigger_interval="1 second")
     query = FileSystemSink(context).start_stream(rows, plan)
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])

@@ -76,9 +76,7 @@ def test_partitions_round_trip_through_batched_calls(hms: MetastoreClient, tmp_p
 
 
 @pytest.mark.spark
-def test_spark_sql_sees_the_table_through_the_same_metastore(
-    hms: MetastoreClient, spark, tmp_path: Path
-) -> None:
+def test_spark_sql_sees_the_table_through_the_same_metastore(hms: MetastoreClient, spark, tmp_path: Path) -> None:
     _create_demo_table(hms, "spark_sees_db", tmp_path)
 
     tables = [row.tableName for row in spark.sql("SHOW TABLES IN spark_sees_db").collect()]
@@ -145,9 +143,7 @@ def test_client_gives_up_at_its_deadline_with_a_clear_error() -> None:
 
 
 @pytest.mark.postgres
-def test_postgres_backed_metastore_creates_its_schema_and_serves(
-    postgres: PostgresServer, tmp_path: Path
-) -> None:
+def test_postgres_backed_metastore_creates_its_schema_and_serves(postgres: PostgresServer, tmp_path: Path) -> None:
     settings = MetastoreSettings(
         port=free_port(),
         home=tmp_path / "hms",

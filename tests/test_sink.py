@@ -102,9 +102,7 @@ def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
         assert partition.parameters["numFiles"] == str(len(data_files))
         assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
         assert partition.parameters["numRows"] == "120"
-        assert partition.sd.location.rstrip("/").endswith(
-            f"dt={partition.values[0]}/hr={partition.values[1]}"
-        )
+        assert partition.sd.location.rstrip("/").endswith(f"dt={partition.values[0]}/hr={partition.values[1]}")
 
     counts = {
         (row.dt, row.hr): row.n
@@ -302,9 +300,7 @@ def test_idle_timeout_commits_quiet_partitions_without_a_new_batch(
     query = FileSystemSink(context).start_stream(_event_stream(spark, input_dir), plan)  # unbounded
     try:
         # The last hour's watermark never comes (no more data); the idle rule commits it.
-        wait_for(
-            lambda: len(_partition_names(hms, table)) == 2, timeout_s=120, what="both partitions committed"
-        )
+        wait_for(lambda: len(_partition_names(hms, table)) == 2, timeout_s=120, what="both partitions committed")
         assert query.isActive
         log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
         by_batches = {p for e in log.entries("idle_insert") for p in e.committed_partitions}

@@ -53,9 +53,7 @@ def _semicolon_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(";") if item.strip()]
 
 
-SEMICOLON_LIST: OptionType[list[str]] = OptionType(
-    "List<String>", _semicolon_list, ";".join, "values separated by ';'"
-)
+SEMICOLON_LIST: OptionType[list[str]] = OptionType("List<String>", _semicolon_list, ";".join, "values separated by ';'")
 
 PATH = ConfigOption("path", STRING, None, "The path of a directory (a URI: file://, hdfs://, s3a://, ...).")
 FORMAT = ConfigOption("format", enum_type(*FORMATS), None, "The file format: parquet, orc, csv or json.")

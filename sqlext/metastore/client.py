@@ -224,9 +224,7 @@ class MetastoreClient:
         """Partition names (``k1=v1/k2=v2``, escaped as Hive escapes paths)."""
         return list(self.call("get_partition_names", database, table, -1))
 
-    def get_partitions_by_names(
-        self, database: str, table: str, names: Sequence[str]
-    ) -> list[ttypes.Partition]:
+    def get_partitions_by_names(self, database: str, table: str, names: Sequence[str]) -> list[ttypes.Partition]:
         """The partitions of those names that exist (missing names are left out)."""
         return _chunked(names, lambda chunk: self.call("get_partitions_by_names", database, table, chunk))
 
@@ -256,9 +254,7 @@ class MetastoreClient:
 
         _chunked(partitions, alter)
 
-    def drop_partition(
-        self, database: str, table: str, values: Sequence[str], delete_data: bool = False
-    ) -> bool:
+    def drop_partition(self, database: str, table: str, values: Sequence[str], delete_data: bool = False) -> bool:
         """Drop one partition by its values; return False when it did not exist."""
         try:
             return bool(self.call("drop_partition", database, table, list(values), delete_data))

@@ -58,9 +58,7 @@ class MetastoreSettings:
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:
-            raise MetastoreError(
-                f"Invalid metastore port {self.port}: expected 1-65535.", value=str(self.port)
-            )
+            raise MetastoreError(f"Invalid metastore port {self.port}: expected 1-65535.", value=str(self.port))
         if self.backend is Backend.POSTGRES and not self.jdbc_url:
             raise MetastoreError(
                 "The PostgreSQL backend needs a JDBC URL (jdbc:postgresql://host:port/database): "

@@ -150,9 +150,7 @@ class BatchCommitter:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def process_batch(
-        self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False
-    ) -> LogEntry:
+    def process_batch(self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False) -> LogEntry:
         """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
         the partitions the batch writes (batch mode only)."""
 
@@ -218,9 +216,7 @@ class BatchCommitter:
             writer = writer.partitionBy(*keys)
         options = dict(self.settings.format_options)
         if self.settings.rolling_file_size:
-            options["maxRecordsPerFile"] = str(
-                max(1, int(self.settings.rolling_file_size / self._bytes_per_row))
-            )
+            options["maxRecordsPerFile"] = str(max(1, int(self.settings.rolling_file_size / self._bytes_per_row)))
         writer.options(**options).save(staging)
 
     def _list_staged(self, staging: str) -> list[StagedFile]:
@@ -244,9 +240,7 @@ class BatchCommitter:
             final = join(self.settings.path, relative, item.uri.rsplit("/", 1)[1])
             files.append(PlannedFile(item.uri, final, relative, item.size, item.rows))
             if relative:
-                partitions[relative] = [
-                    self.settings.default_partition_name if v is None else v for v in values
-                ]
+                partitions[relative] = [self.settings.default_partition_name if v is None else v for v in values]
         self._learn_row_size(files)
         return LogEntry(
             query=self.query_name,
@@ -272,9 +266,7 @@ class BatchCommitter:
         entry = self.log.get(self.query_name, last) if last is not None else None
         if entry is not None and entry.rows:
             return sum(f.size for f in entry.files) / entry.rows
-        return float(
-            sum(_TYPE_WIDTH.get(c.type.split("(")[0].upper(), 32) for c in self.settings.table.data_columns)
-        )
+        return float(sum(_TYPE_WIDTH.get(c.type.split("(")[0].upper(), 32) for c in self.settings.table.data_columns))
 
     def _learn_row_size(self, files: list[PlannedFile]) -> None:
         rows = sum(f.rows or 0 for f in files)
@@ -314,9 +306,7 @@ class BatchCommitter:
         trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
         for planned in entry.files:
             if self.fs.exists(planned.staged):
-                self.fs.move(
-                    planned.staged, join(self._swap_dir(planned.partition), planned.final.rsplit("/", 1)[1])
-                )
+                self.fs.move(planned.staged, join(self._swap_dir(planned.partition), planned.final.rsplit("/", 1)[1]))
         for relative in sorted({planned.partition for planned in entry.files}):
             new_dir, final_dir = self._swap_dir(relative), join(self.settings.path, relative)
             if not self.fs.is_dir(new_dir):

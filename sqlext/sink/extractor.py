@@ -18,9 +18,7 @@ from datetime import datetime
 from sqlext.errors import PartitionTimeError
 from sqlext.loading import load_class
 
-_LENIENT = re.compile(
-    r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*$"
-)
+_LENIENT = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[ T](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*$")
 
 #: Java DateTimeFormatter letters -> strptime directives (the subset partition formats use).
 _JAVA_TO_STRPTIME = (
@@ -96,9 +94,7 @@ class DefaultPartitionTimeExtractor(PartitionTimeExtractor):
             return _parse_lenient(text)
         except ValueError:
             spec = "/".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
-            form = (
-                f"formatter '{self.formatter}'" if self.formatter else "the default form 'yyyy-M-d[ H:m:s]'"
-            )
+            form = f"formatter '{self.formatter}'" if self.formatter else "the default form 'yyyy-M-d[ H:m:s]'"
             raise PartitionTimeError(
                 f"Cannot extract a time from partition '{spec}': '{text}' (from timestamp-pattern "
                 f"'{self.pattern or '<first partition value>'}') does not match {form}. Set "
@@ -115,9 +111,7 @@ def _parse_lenient(text: str) -> datetime:
         raise ValueError(text)
     year, month, day, hour, minute, second, fraction = match.groups()
     micros = int((fraction or "0")[:6].ljust(6, "0"))
-    return datetime(
-        int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0), micros
-    )
+    return datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0), micros)
 
 
 def create_extractor(

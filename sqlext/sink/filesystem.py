@@ -97,9 +97,7 @@ class FileSystemSink(TableSink):
         self.settings = SinkSettings.from_table(self.table)
 
     def _committer(self, plan: InsertPlan) -> BatchCommitter:
-        return BatchCommitter(
-            self.settings, plan.query_name, plan.checkpoint_location, self.metastore_uri, self.spark
-        )
+        return BatchCommitter(self.settings, plan.query_name, plan.checkpoint_location, self.metastore_uri, self.spark)
 
     def start_stream(self, rows: DataFrame, plan: InsertPlan) -> StreamingQuery:
         committer = self._committer(plan)
@@ -138,9 +136,7 @@ class FileSystemSink(TableSink):
             info = BatchInfo(None, int(time.time() * 1000))
             entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite)
             committer.end_of_input()
-            log.info(
-                "%s: batch insert wrote %d rows into %s", plan.query_name, entry.rows, self.table.identifier
-            )
+            log.info("%s: batch insert wrote %d rows into %s", plan.query_name, entry.rows, self.table.identifier)
         finally:
             committer.close()
 

@@ -82,9 +82,7 @@ class MetastorePolicy(PartitionCommitPolicy):
             raise RuntimeError("the metastore policy needs the HMS table")
         database, table = first.table.identifier.database, first.table.identifier.name
         names = [context.relative_path for context in contexts]
-        existing = {
-            tuple(p.values): p for p in first.metastore.get_partitions_by_names(database, table, names)
-        }
+        existing = {tuple(p.values): p for p in first.metastore.get_partitions_by_names(database, table, names)}
         to_add, to_alter = [], []
         for context in contexts:
             stored = existing.get(tuple(context.values))
@@ -167,8 +165,7 @@ def load_custom_policy(class_path: str | None, parameters: Sequence[str]) -> Par
 
     if not class_path:
         raise PolicyError(
-            "sink.partition-commit.policy.kind includes 'custom' but 'sink.partition-commit.policy.class' "
-            "is not set.",
+            "sink.partition-commit.policy.kind includes 'custom' but 'sink.partition-commit.policy.class' is not set.",
             option=fso.COMMIT_POLICY_CLASS.key,
         )
     cls = load_class(class_path, PartitionCommitPolicy, fso.COMMIT_POLICY_CLASS.key)

@@ -15,9 +15,7 @@ EVENT_SCHEMA = pa.schema(
 EVENT_DDL = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"
 
 
-def write_hourly_events(
-    directory: Path, start: datetime, hours: int, rows_per_hour: int, first_id: int = 0
-) -> int:
+def write_hourly_events(directory: Path, start: datetime, hours: int, rows_per_hour: int, first_id: int = 0) -> int:
     """One parquet file per hour (file names sort by hour), ``rows_per_hour`` events spread over the hour.
 
     Returns the next free id. Ids are unique across calls when ``first_id`` continues from the last.

@@ -10,9 +10,7 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def wait_for(
-    condition: Callable[[], T], timeout_s: float = 60.0, interval_s: float = 0.2, what: str = ""
-) -> T:
+def wait_for(condition: Callable[[], T], timeout_s: float = 60.0, interval_s: float = 0.2, what: str = "") -> T:
     """Poll ``condition`` until it returns something truthy; fail the test at the deadline."""
     deadline = time.monotonic() + timeout_s
     while True:

@@ -1,0 +1,278 @@
+"""The HMS-backed catalog: sqlext table definitions stored as HMS tables, and rebuilt from them.
+
+A table is an ``EXTERNAL_TABLE`` at its ``path``, with the SerDe and input/output formats of its
+``format``, its physical non-partition columns as columns and its partition keys as partition keys
+(Hive types), so Spark SQL, Spark's Thrift server and every HMS client read it natively. What only
+Flink DDL has — the full column list with Flink types, computed and metadata columns, the watermark,
+the primary key, the WITH options — is kept in the table parameters (``sqlext.*``; each option as
+``sqlext.option.<key>``), enough to rebuild the exact definition in a later session.
+
+Temporary tables live in the catalog object only, shadow HMS tables and never reach the HMS.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from datetime import timedelta
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from sqlext.errors import TableExistsError, TableNotFoundError, ValidationError
+from sqlext.metastore.client import MetastoreClient
+from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
+
+PARAM_PREFIX = "sqlext."
+OPTION_PREFIX = "sqlext.option."
+FORMAT_VERSION = "1"
+
+#: format -> (SerDe, input format, output format, SerDe parameters)
+STORAGE: dict[str, tuple[str, str, str, dict[str, str]]] = {
+    "parquet": (
+        "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+        {},
+    ),
+    "orc": (
+        "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+        "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+        {},
+    ),
+    "csv": (
+        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+        "org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        {"field.delim": ",", "serialization.format": ","},
+    ),
+    "json": (
+        "org.apache.hive.hcatalog.data.JsonSerDe",
+        "org.apache.hadoop.mapred.TextInputFormat",
+        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        {},
+    ),
+}
+#: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
+GENERIC_STORAGE = STORAGE["csv"]
+
+
+class Catalog:
+    """sqlext tables in a Hive Metastore (plus this session's temporary tables)."""
+
+    def __init__(self, client: MetastoreClient) -> None:
+        self.client = client
+        self.temporary: dict[TableIdentifier, TableDefinition] = {}
+
+    @property
+    def metastore_uri(self) -> str:
+        return self.client.uri
+
+    # -- databases -------------------------------------------------------------------------------
+
+    def create_database(
+        self, name: str, if_not_exists: bool = False, location: str | None = None, comment: str | None = None
+    ) -> bool:
+        created = self.client.create_database(name, location, comment or "", if_not_exists=True)
+        if not created and not if_not_exists:
+            raise ValidationError(f"Database '{name}' already exists (use CREATE DATABASE IF NOT EXISTS).")
+        return created
+
+    def list_databases(self) -> list[str]:
+        return sorted(self.client.get_all_databases())
+
+    def database_exists(self, name: str) -> bool:
+        return self.client.get_database(name) is not None
+
+    # -- tables ----------------------------------------------------------------------------------
+
+    def list_tables(self, database: str) -> list[str]:
+        names = set(self.client.get_all_tables(database))
+        names |= {ident.name for ident in self.temporary if ident.database == database}
+        return sorted(names)
+
+    def table_exists(self, ident: TableIdentifier) -> bool:
+        """True for a sqlext table (temporary or in the HMS); False for none or a plain Hive table."""
+        if ident in self.temporary:
+            return True
+        table = self.client.get_table(ident.database, ident.name)
+        return table is not None and is_sqlext_table(table)
+
+    def get_table(self, ident: TableIdentifier) -> TableDefinition:
+        if ident in self.temporary:
+            return self.temporary[ident]
+        table = self.client.get_table(ident.database, ident.name)
+        if table is None:
+            raise TableNotFoundError(f"Table {ident} does not exist.")
+        if not is_sqlext_table(table):
+            raise TableNotFoundError(
+                f"Table {ident} exists in the metastore but was not created by sqlext (no connector options); "
+                "query it with Spark SQL."
+            )
+        return from_hms(table)
+
+    def hms_table(self, ident: TableIdentifier) -> ttypes.Table:
+        table = self.client.get_table(ident.database, ident.name)
+        if table is None:
+            raise TableNotFoundError(f"Table {ident} does not exist in the metastore.")
+        return table
+
+    def create_table(self, table: TableDefinition, if_not_exists: bool = False) -> bool:
+        """Create the table; return False when it existed and ``if_not_exists`` was given.
+
+        Options are validated through the table's connector first, so a bad CREATE writes nothing.
+        """
+        from sqlext.registry import validate_table
+
+        validate_table(table)
+        ident = table.identifier
+        exists = ident in self.temporary or self.client.get_table(ident.database, ident.name) is not None
+        if table.temporary:
+            if ident in self.temporary:
+                if if_not_exists:
+                    return False
+                raise TableExistsError(f"Temporary table {ident} already exists.")
+            self.temporary[ident] = table
+            return True
+        if exists:
+            if if_not_exists:
+                return False
+            raise TableExistsError(f"Table {ident} already exists (use CREATE TABLE IF NOT EXISTS).")
+        if not self.database_exists(ident.database):
+            raise ValidationError(
+                f"Database '{ident.database}' does not exist; CREATE DATABASE {ident.database} first."
+            )
+        self.client.create_table(to_hms(table))
+        return True
+
+    def drop_table(self, ident: TableIdentifier, if_exists: bool = False) -> bool:
+        """Drop a table; an external table's files stay."""
+        if self.temporary.pop(ident, None) is not None:
+            return True
+        if self.client.get_table(ident.database, ident.name) is None:
+            if if_exists:
+                return False
+            raise TableNotFoundError(f"Table {ident} does not exist.")
+        return self.client.drop_table(ident.database, ident.name, delete_data=False)
+
+    def alter_table_options(
+        self, ident: TableIdentifier, set_options: Mapping[str, str], reset_keys: Sequence[str] = ()
+    ) -> TableDefinition:
+        """Set and reset WITH options (validated through the connector before anything is stored)."""
+        from sqlext.registry import validate_table
+
+        current = self.get_table(ident)
+        options = {**current.options, **set_options}
+        for key in reset_keys:
+            if key == "connector":
+                raise ValidationError("Option 'connector' cannot be reset.", option=key)
+            options.pop(key, None)
+        updated = replace(current, options=options)
+        validate_table(updated)
+        if ident in self.temporary:
+            self.temporary[ident] = updated
+        else:
+            self.client.alter_table(ident.database, ident.name, to_hms(updated, self.hms_table(ident)))
+        return updated
+
+
+def is_sqlext_table(table: ttypes.Table) -> bool:
+    return f"{OPTION_PREFIX}connector" in (table.parameters or {})
+
+
+def _storage(table: TableDefinition) -> tuple[str, str, str, dict[str, str]]:
+    fmt = table.options.get("format", "")
+    if table.connector == "filesystem" and fmt in STORAGE:
+        serde, input_format, output_format, params = STORAGE[fmt]
+        if fmt == "csv" and "csv.field-delimiter" in table.options:
+            delimiter = table.options["csv.field-delimiter"]
+            params = {"field.delim": delimiter, "serialization.format": delimiter}
+        return serde, input_format, output_format, dict(params)
+    serde, input_format, output_format, params = GENERIC_STORAGE
+    return serde, input_format, output_format, dict(params)
+
+
+def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttypes.Table:
+    """The HMS table for a definition (``existing``: keep its create time, owner and other params)."""
+    from sqlext.types import hive_type
+
+    serde, input_format, output_format, serde_params = _storage(table)
+    columns = [ttypes.FieldSchema(c.name, hive_type(c.type), c.comment) for c in table.data_columns]
+    keys = [
+        ttypes.FieldSchema(k, hive_type(table.column(k).type), table.column(k).comment) for k in table.partition_keys
+    ]
+    location = table.options.get("path") if table.connector == "filesystem" else None
+    storage = ttypes.StorageDescriptor(
+        cols=columns,
+        location=location,
+        inputFormat=input_format,
+        outputFormat=output_format,
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=ttypes.SerDeInfo(name=None, serializationLib=serde, parameters=serde_params),
+        bucketCols=[],
+        sortCols=[],
+        parameters={},
+    )
+    kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
+    parameters = {**kept, **definition_parameters(table)}
+    return ttypes.Table(
+        tableName=table.identifier.name,
+        dbName=table.identifier.database,
+        owner=existing.owner if existing else None,
+        createTime=existing.createTime if existing else None,
+        sd=storage,
+        partitionKeys=keys,
+        parameters=parameters,
+        tableType="EXTERNAL_TABLE",
+    )
+
+
+def definition_parameters(table: TableDefinition) -> dict[str, str]:
+    """The table parameters that hold what only the Flink definition has."""
+    params = {
+        "EXTERNAL": "TRUE",
+        f"{PARAM_PREFIX}version": FORMAT_VERSION,
+        f"{PARAM_PREFIX}schema": json.dumps([asdict(c) for c in table.columns]),
+        f"{PARAM_PREFIX}partition-keys": json.dumps(list(table.partition_keys)),
+        f"{PARAM_PREFIX}primary-key": json.dumps(list(table.primary_key)),
+    }
+    if table.comment:
+        params["comment"] = table.comment
+    if table.watermark is not None:
+        delay = table.watermark.delay
+        params[f"{PARAM_PREFIX}watermark"] = json.dumps(
+            {
+                "column": table.watermark.column,
+                "expression": table.watermark.expression,
+                "delay_ms": None if delay is None else int(delay.total_seconds() * 1000),
+            }
+        )
+    if table.connector != "filesystem":
+        params["is_generic"] = "true"  # as Flink's HiveCatalog marks tables Hive itself cannot read
+    for key, value in table.options.items():
+        params[f"{OPTION_PREFIX}{key}"] = value
+    return params
+
+
+def from_hms(table: ttypes.Table) -> TableDefinition:
+    """Rebuild the definition stored by :func:`to_hms`."""
+    params: dict[str, Any] = table.parameters or {}
+    columns = tuple(Column(**c) for c in json.loads(params[f"{PARAM_PREFIX}schema"]))
+    watermark = None
+    if f"{PARAM_PREFIX}watermark" in params:
+        data = json.loads(params[f"{PARAM_PREFIX}watermark"])
+        delay = None if data["delay_ms"] is None else timedelta(milliseconds=data["delay_ms"])
+        watermark = Watermark(data["column"], data["expression"], delay)
+    options = {k[len(OPTION_PREFIX) :]: v for k, v in params.items() if k.startswith(OPTION_PREFIX)}
+    return TableDefinition(
+        identifier=TableIdentifier(table.dbName.lower(), table.tableName.lower()),
+        columns=columns,
+        options=options,
+        partition_keys=tuple(json.loads(params.get(f"{PARAM_PREFIX}partition-keys", "[]"))),
+        watermark=watermark,
+        primary_key=tuple(json.loads(params.get(f"{PARAM_PREFIX}primary-key", "[]"))),
+        comment=params.get("comment"),
+    )

@@ -1,0 +1,94 @@
+"""Statements and rows written back from a table definition: SHOW CREATE TABLE and DESCRIBE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlext.connectors import filesystem_options as fso
+from sqlext.table import Column, TableDefinition
+
+
+def quote_string(value: str) -> str:
+    """A SQL string literal (backslash-escaped, which Spark and Flink both read)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def quote_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _column_line(column: Column) -> str:
+    if column.expression is not None:
+        line = f"{quote_name(column.name)} AS {column.expression}"
+    else:
+        line = f"{quote_name(column.name)} {column.type}"
+        if not column.nullable:
+            line += " NOT NULL"
+        if column.metadata_key is not None:
+            line += f" METADATA FROM {quote_string(column.metadata_key)}"
+            if column.virtual:
+                line += " VIRTUAL"
+    if column.comment:
+        line += f" COMMENT {quote_string(column.comment)}"
+    return line
+
+
+def show_create_table(table: TableDefinition) -> str:
+    """Flink DDL that re-creates the table."""
+    elements = [_column_line(c) for c in table.columns]
+    if table.watermark is not None:
+        elements.append(f"WATERMARK FOR {quote_name(table.watermark.column)} AS {table.watermark.expression}")
+    if table.primary_key:
+        elements.append(f"PRIMARY KEY ({', '.join(quote_name(k) for k in table.primary_key)}) NOT ENFORCED")
+    ident = table.identifier
+    lines = [
+        f"CREATE {'TEMPORARY ' if table.temporary else ''}TABLE {quote_name(ident.database)}.{quote_name(ident.name)} ("
+    ]
+    lines.append(",\n".join(f"  {element}" for element in elements))
+    lines.append(")")
+    if table.comment:
+        lines.append(f"COMMENT {quote_string(table.comment)}")
+    if table.partition_keys:
+        lines.append(f"PARTITIONED BY ({', '.join(quote_name(k) for k in table.partition_keys)})")
+    options = ",\n".join(f"  {quote_string(k)} = {quote_string(v)}" for k, v in sorted(table.options.items()))
+    lines.append(f"WITH (\n{options}\n)")
+    return "\n".join(lines)
+
+
+def effective_defaults(table: TableDefinition) -> list[tuple[str, str]]:
+    """Options whose unset value matters and differs from what a Flink user may assume."""
+    if table.connector != "filesystem":
+        return []
+    defaults = []
+    if table.partition_keys and fso.COMMIT_POLICY_KIND.key not in table.options:
+        defaults.append((fso.COMMIT_POLICY_KIND.key, ",".join(fso.DEFAULT_POLICIES)))
+    if table.partition_keys and fso.PARTITION_DEFAULT_NAME.key not in table.options:
+        defaults.append((fso.PARTITION_DEFAULT_NAME.key, fso.HIVE_DEFAULT_PARTITION))
+    if table.partition_keys and fso.COMMIT_TRIGGER.key not in table.options:
+        defaults.append((fso.COMMIT_TRIGGER.key, fso.TRIGGER_PROCESS_TIME))
+    return defaults
+
+
+def describe_rows(table: TableDefinition) -> list[tuple[Any, ...]]:
+    """DESCRIBE output: columns, then partition keys, watermark, primary key, options, defaults."""
+    rows: list[tuple[Any, ...]] = []
+    for column in table.columns:
+        kind = f"AS {column.expression}" if column.expression else column.type
+        if column.metadata_key:
+            kind += f" METADATA FROM '{column.metadata_key}'" + (" VIRTUAL" if column.virtual else "")
+        rows.append((column.name, kind, column.comment))
+    if table.partition_keys:
+        rows.append(("# Partition Information", "", None))
+        rows.extend((key, table.column(key).type, None) for key in table.partition_keys)
+    if table.watermark is not None:
+        rows.append(("# Watermark", "", None))
+        rows.append((table.watermark.column, table.watermark.expression, None))
+    if table.primary_key:
+        rows.append(("# Primary Key", ", ".join(table.primary_key), "NOT ENFORCED"))
+    rows.append(("# Options", "", None))
+    rows.extend((key, value, None) for key, value in sorted(table.options.items()))
+    defaults = effective_defaults(table)
+    if defaults:
+        rows.append(("# Defaults in effect", "", None))
+        rows.extend((key, value, "default") for key, value in defaults)
+    return rows

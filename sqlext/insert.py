@@ -1,0 +1,248 @@
+"""``INSERT INTO|OVERWRITE sink SELECT ... FROM source``: from a parsed statement to a running query.
+
+The SELECT runs as Spark SQL. Each sqlext table it reads is built by its connector (streaming in
+streaming mode, bounded in batch mode), gets its computed columns and its ``WATERMARK FOR`` (as Spark's
+``withWatermark``), and is registered as a temporary view that the SELECT is rewritten to read. The
+rows are matched to the sink's columns by position, as Flink does, static partition values are
+added, and the sink's connector writes them.
+
+Session options (``SET 'k' = 'v'``), in Flink's names:
+
+- ``execution.runtime-mode``: ``streaming`` (default: the statement starts a query and returns its
+  id) or ``batch`` (the statement reads what is there, writes, commits every partition, returns).
+- ``pipeline.name``: the insert's stable name (default ``insert_<db>_<table>``), which names its
+  checkpoint ``<checkpoint root>/<name>``: running the same insert again resumes it.
+- ``execution.checkpointing.interval``: the micro-batch interval (Spark's processing-time trigger);
+  unset: Spark's default, a new batch as soon as the previous one is done.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+from sqlglot import expressions as exp
+
+from sqlext import config as cfg
+from sqlext.errors import ValidationError
+from sqlext.fs import join, normalize
+from sqlext.options import parse_duration
+from sqlext.sink.api import InsertPlan
+from sqlext.table import TableDefinition, TableIdentifier
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+RUNTIME_MODE = "execution.runtime-mode"
+PIPELINE_NAME = "pipeline.name"
+CHECKPOINT_INTERVAL = "execution.checkpointing.interval"
+STREAMING, BATCH = "streaming", "batch"
+
+
+@dataclass(frozen=True)
+class SourceFrame:
+    """A source table as a DataFrame, with what the insert needs to know about it."""
+
+    table: TableDefinition
+    frame: DataFrame
+    bounded: bool
+    has_watermark: bool
+
+
+def runtime_mode(options: Mapping[str, str]) -> str:
+    mode = options.get(RUNTIME_MODE, STREAMING).strip().lower()
+    if mode not in (STREAMING, BATCH):
+        raise ValidationError(
+            f"Invalid value for '{RUNTIME_MODE}': '{mode}'. Expected 'streaming' or 'batch'.",
+            option=RUNTIME_MODE,
+            value=mode,
+        )
+    return mode
+
+
+def default_query_name(identifier: TableIdentifier) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", f"insert_{identifier.database}_{identifier.name}")
+
+
+def checkpoint_root(spark: SparkSession, config: Any) -> str:
+    """``spark.sqlext.checkpoint.root`` (runtime conf, then startup conf), else Spark's
+    ``spark.sql.streaming.checkpointLocation``, else ``$SQLEXT_HOME/checkpoints``."""
+    root = spark.conf.get(cfg.CHECKPOINT_ROOT, None) or (config.get(cfg.CHECKPOINT_ROOT) if config else None)
+    root = root or spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+    if not root:
+        from sqlext.paths import default_home
+
+        root = (default_home() / "checkpoints").as_uri()
+    return normalize(root)
+
+
+def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -> SourceFrame:
+    """Build a source table's DataFrame through its connector, with computed columns and watermark."""
+    from sqlext.registry import SourceContext, factory_for
+
+    factory = factory_for(table)
+    bounded = bool(getattr(factory, "is_bounded", lambda _t: not streaming)(table))
+    frame = factory.create_source(SourceContext(spark=spark, table=table, streaming=streaming))
+    frame = _with_computed_columns(frame, table)
+    has_watermark = False
+    if table.watermark is not None and frame.isStreaming:
+        delay = table.watermark.delay
+        if delay is None:
+            raise ValidationError(
+                f"Unsupported watermark on {table.identifier}: '{table.watermark.expression}'. Spark "
+                f"runs watermarks of the form '{table.watermark.column} - INTERVAL ''n'' unit' "
+                "(or the column alone).",
+                statement=table.watermark.expression,
+            )
+        frame = frame.withWatermark(table.watermark.column, f"{int(delay.total_seconds() * 1000)} milliseconds")
+        has_watermark = True
+    return SourceFrame(table, frame, bounded, has_watermark)
+
+
+def _with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    if not any(column.expression for column in table.columns):
+        return frame
+    selected = []
+    for column in table.columns:
+        if column.expression:
+            spark_sql = sqlglot.transpile(column.expression, read="spark", write="spark")[0]
+            selected.append(F.expr(spark_sql).alias(column.name))
+        else:
+            selected.append(F.col(f"`{column.name}`"))
+    return frame.select(*selected)
+
+
+def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: Mapping[str, str]) -> DataFrame:
+    """Match the query's columns to the sink's physical columns by position, add static partition
+    values, and cast to the sink's types."""
+    from pyspark.sql import functions as F
+
+    from sqlext.types import spark_type
+
+    static = {key.lower(): value for key, value in static_partitions.items()}
+    unknown = sorted(set(static) - {key.lower() for key in sink.partition_keys})
+    if unknown:
+        raise ValidationError(
+            f"PARTITION ({', '.join(unknown)}) names no partition key of {sink.identifier}; its partition "
+            f"keys are: {', '.join(sink.partition_keys) or '(none)'}."
+        )
+    targets = [c for c in sink.physical_columns if c.name.lower() not in static]
+    if len(rows.columns) != len(targets):
+        raise ValidationError(
+            f"INSERT INTO {sink.identifier}: the query returns {len(rows.columns)} columns but the sink "
+            f"expects {len(targets)} ({', '.join(c.name for c in targets)}); columns are matched by position."
+        )
+    by_position = dict(zip((c.name.lower() for c in targets), rows.columns, strict=True))
+    selected = []
+    for column in sink.physical_columns:
+        key = column.name.lower()
+        value = F.lit(static[key]) if key in static else F.col(f"`{by_position[key]}`")
+        selected.append(value.cast(spark_type(column.type)).alias(column.name))
+    return rows.select(*selected)
+
+
+def execute_insert(session: Any, statement: Any) -> DataFrame:
+    """Run an INSERT statement on an extended session (see the module docstring)."""
+    spark: SparkSession = session.spark
+    sink = session.catalog.get_table(statement.target)
+    mode = runtime_mode(session.options)
+    if statement.overwrite and mode == STREAMING:
+        raise ValidationError(
+            f"INSERT OVERWRITE {sink.identifier} is not supported in streaming mode (Flink: 'Streaming mode "
+            "not support overwrite'): an unbounded query has no point at which the old data can be replaced. "
+            f"Use SET '{RUNTIME_MODE}' = 'batch' for an overwrite, or INSERT INTO.",
+            statement=getattr(statement, "sql", None),
+        )
+    sources = _resolve_sources(session, statement.query, streaming=mode == STREAMING)
+    current = getattr(session, "current_database", None) or "default"
+    rows = spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark"))
+    rows = conform_to_sink(rows, sink, statement.static_partitions)
+    query_name = session.options.get(PIPELINE_NAME) or default_query_name(sink.identifier)
+    bounded = all(source.bounded for source in sources.values())
+    plan = InsertPlan(
+        query_name=query_name,
+        checkpoint_location=join(checkpoint_root(spark, session.config), query_name),
+        static_partitions=dict(statement.static_partitions),
+        overwrite=statement.overwrite,
+        trigger_interval=_trigger_interval(session.options),
+        available_now=bounded,
+    )
+    table_sink = _create_sink(session, sink)
+    if mode == BATCH or not rows.isStreaming:
+        table_sink.write_batch(rows, plan)
+        return spark.createDataFrame(
+            [(query_name, str(sink.identifier), "FINISHED")], "job_name STRING, sink STRING, status STRING"
+        )
+    _check_watermark(sink, any(source.has_watermark for source in sources.values()))
+    query = table_sink.start_stream(rows, plan)
+    return spark.createDataFrame(
+        [(str(query.id), query_name, str(sink.identifier))], "job_id STRING, job_name STRING, sink STRING"
+    )
+
+
+def _create_sink(session: Any, table: TableDefinition) -> Any:
+    from sqlext.registry import SinkContext, factory_for
+
+    context = SinkContext(spark=session.spark, table=table, catalog=session.catalog, config=session.config)
+    return factory_for(table).create_sink(context)
+
+
+def _check_watermark(sink: TableDefinition, has_watermark: bool) -> None:
+    if sink.connector == "filesystem":
+        from sqlext.sink.settings import SinkSettings
+
+        SinkSettings.from_table(sink).check_partition_time_needs_watermark(has_watermark)
+
+
+def _trigger_interval(options: Mapping[str, str]) -> str | None:
+    raw = options.get(CHECKPOINT_INTERVAL)
+    if not raw:
+        return None
+    try:
+        millis = int(parse_duration(raw).total_seconds() * 1000)
+    except ValueError as exc:
+        raise ValidationError(
+            f"Invalid value for '{CHECKPOINT_INTERVAL}': '{raw}'. Expected {exc}.",
+            option=CHECKPOINT_INTERVAL,
+            value=raw,
+        ) from None
+    return f"{millis} milliseconds"
+
+
+def _resolve_sources(session: Any, query: exp.Expr, streaming: bool) -> dict[TableIdentifier, SourceFrame]:
+    """Build a DataFrame for every sqlext table the query reads, registered as a temp view."""
+    resolved: dict[TableIdentifier, SourceFrame] = {}
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    current = getattr(session, "current_database", None) or "default"
+    for node in query.find_all(exp.Table):
+        if not node.db and node.name.lower() in ctes:
+            continue
+        ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+        if ident in resolved or not session.catalog.table_exists(ident):
+            continue  # seen already, or a Spark table or view that Spark resolves itself
+        source = source_frame(session.spark, session.catalog.get_table(ident), streaming)
+        source.frame.createOrReplaceTempView(_view_name(ident))
+        resolved[ident] = source
+    return resolved
+
+
+def _view_name(ident: TableIdentifier) -> str:
+    return f"__sqlext_{ident.database}_{ident.name}"
+
+
+def _rewrite(query: exp.Expr, sources: Mapping[TableIdentifier, SourceFrame], current: str) -> exp.Expr:
+    """Point the query's references to sqlext tables at their temp views (keeping aliases)."""
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Table):
+            ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+            if ident in sources:
+                return exp.to_table(_view_name(ident)).as_(node.alias or node.name)
+        return node
+
+    return query.copy().transform(replace)

@@ -1,0 +1,216 @@
+"""The session extension: ``sqlext.extend(spark)`` makes ``spark.sql(...)`` run sqlext statements.
+
+Statements that are not sqlext's go to Spark unchanged. Config comes from the ``spark.sqlext.*`` keys
+of the Spark conf (see :mod:`sqlext.config`); without ``spark.sqlext.metastore.uris`` the embedded
+metastore is started on demand. Spark's own Hive catalog must use the same metastore for Spark SQL to
+see sqlext tables: build the session with :func:`spark_session` (or set
+``spark.hadoop.hive.metastore.uris`` yourself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlext import parser as p
+from sqlext.config import SqlextConfig
+from sqlext.errors import SqlextError, TableNotFoundError
+from sqlext.metastore import launcher
+from sqlext.metastore.client import MetastoreClient
+from sqlext.table import DEFAULT_DATABASE, TableIdentifier
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from sqlext.table import TableDefinition
+
+_ATTRIBUTE = "_sqlext_session"
+
+
+def resolve_metastore_uri(config: SqlextConfig) -> str:
+    """The configured metastore, or the embedded one (started now if it is not running)."""
+    return config.metastore_uris or launcher.start(config.metastore_settings()).uri
+
+
+def spark_session(
+    app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None
+) -> SparkSession:
+    """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements."""
+    import os
+
+    from pyspark.sql import SparkSession
+
+    conf = dict(conf or {})
+    config = SqlextConfig.load(conf)
+    uri = resolve_metastore_uri(config)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    builder = builder.config("spark.hadoop.hive.metastore.uris", uri).config("spark.sqlext.metastore.uris", uri)
+    builder = builder.config("spark.pyspark.python", sys.executable)
+    if config.get("spark.sqlext.warehouse"):
+        builder = builder.config("spark.sql.warehouse.dir", str(config.get("spark.sqlext.warehouse")))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    extend(spark)
+    return spark
+
+
+class SqlextSession:
+    """sqlext's state on one Spark session: catalog, config, ``SET`` options, current database."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.config = SqlextConfig.load(dict(spark.sparkContext.getConf().getAll()))
+        self.metastore_uri = resolve_metastore_uri(self.config)
+        from sqlext.catalog import Catalog
+
+        self.catalog = Catalog(MetastoreClient(self.metastore_uri, self.config.retry))
+        self.options: dict[str, str] = {}
+        self.current_database = DEFAULT_DATABASE
+        self._spark_sql = spark.sql
+
+    def resolve(self, ident: TableIdentifier) -> TableIdentifier:
+        """Fill in the current database of an unqualified name."""
+        return ident if ident.database else TableIdentifier(self.current_database, ident.name, ident.catalog)
+
+    def sql(self, text: str, *args: Any, **kwargs: Any) -> DataFrame:
+        """Run one statement: sqlext's, or Spark's."""
+        statement = p.parse_statement(text)
+        if isinstance(statement, p.Passthrough):
+            return self._spark_sql(text, *args, **kwargs)
+        try:
+            return self._execute(statement)
+        except SqlextError as exc:
+            if exc.statement is None:
+                exc.statement = statement.sql
+            raise
+
+    def execute_script(self, text: str) -> list[DataFrame]:
+        """Run every statement of a script in order; stop at the first that fails."""
+        return [self.sql(statement) for statement in p.split_statements(text)]
+
+    def execute_file(self, path: str | Path) -> list[DataFrame]:
+        return self.execute_script(Path(path).read_text())
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def _execute(self, statement: p.Statement) -> DataFrame:
+        handler = getattr(self, f"_on_{type(statement).__name__}", None)
+        if handler is None:
+            raise SqlextError(f"Statement not supported: {statement.sql}", statement=statement.sql)
+        result: DataFrame = handler(statement)
+        return result
+
+    def _rows(self, schema: str, rows: list[tuple[Any, ...]]) -> DataFrame:
+        return self.spark.createDataFrame(rows, schema)
+
+    def _ok(self) -> DataFrame:
+        return self._rows("result STRING", [("OK",)])
+
+    def _on_CreateTable(self, statement: p.CreateTable) -> DataFrame:
+        from dataclasses import replace
+
+        table = replace(statement.table, identifier=self.resolve(statement.table.identifier))
+        self.catalog.create_table(table, statement.if_not_exists)
+        return self._ok()
+
+    def _on_CreateDatabase(self, statement: p.CreateDatabase) -> DataFrame:
+        self.catalog.create_database(statement.name, statement.if_not_exists, comment=statement.comment)
+        return self._ok()
+
+    def _on_DropTable(self, statement: p.DropTable) -> DataFrame:
+        ident = self.resolve(statement.target)
+        self.catalog.drop_table(ident, statement.if_exists)
+        self._refresh(ident)
+        return self._ok()
+
+    def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> DataFrame:
+        self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
+        return self._ok()
+
+    def _on_ShowCreateTable(self, statement: p.ShowCreateTable) -> DataFrame:
+        from sqlext.ddl import show_create_table
+
+        table = self.catalog.get_table(self.resolve(statement.target))
+        return self._rows("createtab_stmt STRING", [(show_create_table(table),)])
+
+    def _on_Describe(self, statement: p.Describe) -> DataFrame:
+        from sqlext.ddl import describe_rows
+
+        ident = self.resolve(statement.target)
+        if not self.catalog.table_exists(ident):
+            return self._spark_sql(statement.sql)
+        return self._rows(
+            "col_name STRING, data_type STRING, comment STRING", describe_rows(self.catalog.get_table(ident))
+        )
+
+    def _on_ShowTables(self, statement: p.ShowTables) -> DataFrame:
+        database = statement.database or self.current_database
+        return self._rows(
+            "database STRING, tableName STRING", [(database, t) for t in self.catalog.list_tables(database)]
+        )
+
+    def _on_UseDatabase(self, statement: p.UseDatabase) -> DataFrame:
+        if not self.catalog.database_exists(statement.name):
+            raise TableNotFoundError(f"Database '{statement.name}' does not exist.")
+        self._spark_sql(f"USE `{statement.name}`")
+        self.current_database = statement.name
+        return self._ok()
+
+    def _on_SetOption(self, statement: p.SetOption) -> DataFrame:
+        if statement.key is None:
+            return self._rows("key STRING, value STRING", sorted(self.options.items()))
+        self.options[statement.key] = statement.value or ""
+        return self._rows("key STRING, value STRING", [(statement.key, statement.value)])
+
+    def _on_ResetOption(self, statement: p.ResetOption) -> DataFrame:
+        if statement.key is None:
+            self.options.clear()
+        else:
+            self.options.pop(statement.key, None)
+        return self._ok()
+
+    def _on_Insert(self, statement: p.Insert) -> DataFrame:
+        from dataclasses import replace
+
+        from sqlext.insert import execute_insert
+
+        target = self.resolve(statement.target)
+        if not self.catalog.table_exists(target):
+            return self._spark_sql(statement.sql)  # a plain Spark/Hive table
+        return execute_insert(self, replace(statement, target=target))
+
+    def _on_ShowJobs(self, statement: p.ShowJobs) -> DataFrame:
+        rows = [(str(q.id), q.name or "", "RUNNING" if q.isActive else "FINISHED") for q in self.spark.streams.active]
+        return self._rows("job_id STRING, job_name STRING, status STRING", rows)
+
+    def _on_StopJob(self, statement: p.StopJob) -> DataFrame:
+        query = self.spark.streams.get(statement.job_id)
+        if query is None:
+            raise SqlextError(f"No running job with id '{statement.job_id}'; SHOW JOBS lists them.")
+        query.stop()
+        return self._ok()
+
+    def _refresh(self, ident: TableIdentifier) -> None:
+        # Nothing cached, or the table is gone: nothing to refresh.
+        with contextlib.suppress(Exception):
+            self.spark.catalog.refreshTable(f"`{ident.database}`.`{ident.name}`")
+
+    def table(self, name: str) -> TableDefinition:
+        return self.catalog.get_table(self.resolve(TableIdentifier.parse(name, default_database="")))
+
+
+def extend(spark: SparkSession) -> SqlextSession:
+    """Make ``spark.sql`` understand sqlext statements (idempotent); return the sqlext session."""
+    existing = getattr(spark, _ATTRIBUTE, None)
+    if isinstance(existing, SqlextSession):
+        return existing
+    session = SqlextSession(spark)
+    setattr(spark, _ATTRIBUTE, session)
+    spark.sql = session.sql  # type: ignore[method-assign,assignment]
+    return session

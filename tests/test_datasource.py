@@ -1,0 +1,115 @@
+"""``format("sqlext")``: the Python data source writer commits through the same protocol as INSERT."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlext.datasource import SqlextDataSource, SqlextStreamWriter
+from sqlext.fs import FileSystem
+from sqlext.metastore.client import MetastoreClient
+from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.sink.commitlog import CommitLog
+from sqlext.sink.settings import SinkSettings
+from sqlext.table import TableDefinition, Watermark
+from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.tables import create_in_hms, events_table
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms]
+
+
+def _register_for(spark: Any, table: TableDefinition, metastore_uri: str, name: str) -> None:
+    """A data source bound to ``table`` (the catalog lookup of register() is tested elsewhere)."""
+    settings = SinkSettings.from_table(table)
+
+    def stream_writer(self: Any, schema: Any, overwrite: bool) -> SqlextStreamWriter:
+        return SqlextStreamWriter(settings, name, metastore_uri)
+
+    source = type("BoundSqlextDataSource", (SqlextDataSource,), {"streamWriter": stream_writer})
+    spark.dataSource.register(source)
+
+
+def _events(spark: Any, input_dir: Path) -> Any:
+    return (
+        spark.readStream.schema(EVENT_DDL)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(input_dir.as_uri())
+        .selectExpr(
+            "id",
+            "user_id",
+            "amount",
+            "ts",
+            "date_format(ts, 'yyyy-MM-dd') AS dt",
+            "date_format(ts, 'HH') AS hr",
+        )
+    )
+
+
+def _write(spark: Any, rows: Any, checkpoint: Path) -> None:
+    query = (
+        rows.writeStream.format("sqlext")
+        .option("table", "ignored.by_bound_source")
+        .option("checkpointLocation", checkpoint.as_uri())
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+
+
+def test_stream_into_a_table_with_process_time_commits_every_batch(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=40)
+    table = events_table("ds_db", "proc", tmp_path / "table")
+    create_in_hms(hms, table)
+    _register_for(spark, table, metastore.uri, "ds_proc")
+
+    _write(spark, _events(spark, tmp_path / "input"), tmp_path / "checkpoint")
+
+    names = sorted(hms.get_partition_names("ds_db", "proc"))
+    assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
+    for partition in hms.get_partitions_by_names("ds_db", "proc", names):
+        assert partition.parameters["numRows"] == "40"
+    assert all((tmp_path / "table" / "dt=2026-11-22" / f"hr={h:02d}" / "_SUCCESS").is_file() for h in range(3))
+    rows = spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d, min(ts) AS first FROM ds_db.proc").collect()[0]
+    assert (rows.n, rows.d, rows.first) == (120, 120, datetime(2026, 11, 22))
+
+
+def test_partition_time_uses_the_event_time_seen_by_previous_batches_minus_lateness(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=4, rows_per_hour=40)
+    base = events_table(
+        "ds_db",
+        "evtime",
+        tmp_path / "table",
+        **{
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+        },
+    )
+    table = TableDefinition(
+        base.identifier,
+        base.columns,
+        base.options,
+        base.partition_keys,
+        watermark=Watermark("ts", "ts - INTERVAL '0' SECOND", timedelta(0)),
+    )
+    create_in_hms(hms, table)
+    _register_for(spark, table, metastore.uri, "ds_evtime")
+
+    _write(spark, _events(spark, tmp_path / "input"), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    committed_by = {p: e.batch for e in log.entries("ds_evtime") for p in e.committed_partitions}
+    # Batch k sees hour k; its watermark is the last event of hour k-1 (58:30 past); hour h needs > (h+1):00.
+    assert committed_by == {"dt=2026-11-22/hr=00": 2, "dt=2026-11-22/hr=01": 3}
+    assert sorted(hms.get_partition_names("ds_db", "evtime")) == [
+        "dt=2026-11-22/hr=00",
+        "dt=2026-11-22/hr=01",
+    ]
