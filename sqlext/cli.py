@@ -109,6 +109,19 @@ def _thriftserver(args: argparse.Namespace) -> int:
     return 0 if running else 3
 
 
+def _run(args: argparse.Namespace) -> int:
+    from sqlext.runner import run_file
+
+    return run_file(args.file, _parse_conf(args.conf))
+
+
+def _driver_path(args: argparse.Namespace) -> int:
+    from sqlext import submit
+
+    print(submit.__file__)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from sqlext.demo import run_demo
 
@@ -156,6 +169,14 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
     server.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
     server.set_defaults(handler=_thriftserver)
+
+    run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")
+    run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")
+    run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    run.set_defaults(handler=_run)
+
+    driver = commands.add_parser("driver-path", help="print the spark-submit driver script's path")
+    driver.set_defaults(handler=_driver_path)
 
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")

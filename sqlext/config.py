@@ -31,6 +31,7 @@ METASTORE_DRIVER_JAR = PREFIX + "metastore.jdbc-driver-jar"
 METASTORE_RETRY_DEADLINE = PREFIX + "metastore.retry.deadline"
 WAREHOUSE = PREFIX + "warehouse"
 CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
+SESSION_PREFIX = PREFIX + "session."
 
 #: Every key sqlext reads, with its meaning (the reference in README is written from this).
 KEYS: dict[str, str] = {
@@ -45,6 +46,7 @@ KEYS: dict[str, str] = {
     METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s).",
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
     CHECKPOINT_ROOT: "Root of the checkpoints of sqlext's streaming inserts.",
+    SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
 }
 
 

@@ -29,6 +29,14 @@ def packaged_conf_dir() -> Path:
     raise FileNotFoundError(f"sqlext's config templates are missing: looked in {installed} and {checkout}")
 
 
+def packaged_sql_dir() -> Path:
+    """The directory holding the shipped SQL files (``sql/`` in a checkout, ``sqlext/_sql`` in a wheel)."""
+    installed = Path(str(resources.files("sqlext"))) / "_sql"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "sql"
+
+
 def pyspark_jars_dir() -> Path:
     """The ``jars`` directory of the installed pyspark (Spark's and Hive 2.3's jars)."""
     import pyspark

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext import parser as p
-from sqlext.config import SqlextConfig
+from sqlext.config import SESSION_PREFIX, SqlextConfig
 from sqlext.errors import SqlextError, TableNotFoundError
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
@@ -40,15 +40,16 @@ def spark_session(
     """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements."""
     import os
 
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    conf = dict(conf or {})
+    # spark-submit's --conf flags arrive as the JVM's spark.* properties: SparkConf() reads them.
+    conf = {**dict(SparkConf().getAll()), **(conf or {})}
+    master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
     uri = resolve_metastore_uri(config)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
-    if master:
-        builder = builder.master(master)
+    builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.hadoop.hive.metastore.uris", uri).config("spark.sqlext.metastore.uris", uri)
     builder = builder.config("spark.pyspark.python", sys.executable)
     if config.get("spark.sqlext.warehouse"):
@@ -70,7 +71,12 @@ class SqlextSession:
         from sqlext.catalog import Catalog
 
         self.catalog = Catalog(MetastoreClient(self.metastore_uri, self.config.retry))
-        self.options: dict[str, str] = {}
+        # Session options given as Spark conf (spark-submit --conf spark.sqlext.session.<key>=...).
+        self.options: dict[str, str] = {
+            key[len(SESSION_PREFIX) :]: value
+            for key, value in self.config.values.items()
+            if key.startswith(SESSION_PREFIX)
+        }
         self.current_database = DEFAULT_DATABASE
         self._spark_sql = spark.sql
 

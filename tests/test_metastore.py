@@ -8,22 +8,26 @@ from pathlib import Path
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from sqlext.demo import _demo_table
 from sqlext.errors import JavaNotFoundError, MetastoreError, MetastoreUnavailableError
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.metastore.launcher import Backend, MetastoreSettings
+from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.services import PostgresServer
+from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
 
 pytestmark = pytest.mark.hms
 
 
 def _create_demo_table(client: MetastoreClient, database: str, location: Path) -> None:
+    """``database.events (user_id STRING, amount DOUBLE) PARTITIONED BY (dt, hr)``, external parquet."""
     client.create_database(database, location=(location / f"{database}.db").as_uri())
-    table = _demo_table((location / "events").as_uri())
-    table.dbName = database
-    client.create_table(table)
+    columns = tuple(
+        Column(n, t) for n, t in (("user_id", "STRING"), ("amount", "DOUBLE"), ("dt", "STRING"), ("hr", "STRING"))
+    )
+    options = {"connector": "filesystem", "path": (location / "events").as_uri(), "format": "parquet"}
+    create_in_hms(client, TableDefinition(TableIdentifier(database, "events"), columns, options, ("dt", "hr")))
 
 
 def test_wrapper_creates_database_and_table_and_reads_them_back(hms: MetastoreClient, tmp_path: Path) -> None:

@@ -43,6 +43,13 @@ class RunningInsert:
     bounded: bool
     finished: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
+    stopped: bool = False
+
+    def stop(self) -> None:
+        """Stop the query (the batch being committed finishes first). Not an end of input: pending
+        partitions stay pending and are committed when the insert runs again."""
+        self.stopped = True
+        self.query.stop()
 
     def watch(self) -> None:
         """Tick the committer while the query runs; on a clean end of a bounded input, commit all."""
@@ -50,7 +57,7 @@ class RunningInsert:
             while not self.query.awaitTermination(TICK_INTERVAL_S):
                 if self.committer.settings.partitioned:
                     self.committer.tick()
-            if self.query.exception() is None and self.bounded:
+            if self.query.exception() is None and self.bounded and not self.stopped:
                 self._end_of_input()
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
