@@ -48,13 +48,17 @@ STORAGE: dict[str, tuple[str, str, str, dict[str, str]]] = {
         "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
         {"field.delim": ",", "serialization.format": ","},
     ),
+    # Spark ships no JSON SerDe: json tables are also described as Spark data source tables (below),
+    # which Spark reads natively; the text descriptor keeps other HMS clients from failing on them.
     "json": (
-        "org.apache.hive.hcatalog.data.JsonSerDe",
+        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
         "org.apache.hadoop.mapred.TextInputFormat",
         "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
         {},
     ),
 }
+#: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
+SPARK_PROVIDER_FORMATS = ("json",)
 #: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
 GENERIC_STORAGE = STORAGE["csv"]
 
@@ -211,7 +215,9 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
         outputFormat=output_format,
         compressed=False,
         numBuckets=-1,
-        serdeInfo=ttypes.SerDeInfo(name=None, serializationLib=serde, parameters=serde_params),
+        serdeInfo=ttypes.SerDeInfo(
+            name=None, serializationLib=serde, parameters={**serde_params, **_path_param(table)}
+        ),
         bucketCols=[],
         sortCols=[],
         parameters={},
@@ -228,6 +234,12 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
         parameters=parameters,
         tableType="EXTERNAL_TABLE",
     )
+
+
+def _path_param(table: TableDefinition) -> dict[str, str]:
+    if table.connector == "filesystem" and table.options.get("format") in SPARK_PROVIDER_FORMATS:
+        return {"path": table.options["path"]}  # where Spark's data source tables keep their location
+    return {}
 
 
 def definition_parameters(table: TableDefinition) -> dict[str, str]:
@@ -252,8 +264,31 @@ def definition_parameters(table: TableDefinition) -> dict[str, str]:
         )
     if table.connector != "filesystem":
         params["is_generic"] = "true"  # as Flink's HiveCatalog marks tables Hive itself cannot read
+    elif table.options.get("format") in SPARK_PROVIDER_FORMATS:
+        params.update(spark_datasource_parameters(table))
     for key, value in table.options.items():
         params[f"{OPTION_PREFIX}{key}"] = value
+    return params
+
+
+def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
+    """The parameters by which Spark reads an HMS table as its own data source table."""
+    from sqlext.types import spark_json_type
+
+    ordered = [*table.data_columns, *(table.column(k) for k in table.partition_keys)]
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": c.name, "type": spark_json_type(c.type), "nullable": True, "metadata": {}} for c in ordered
+        ],
+    }
+    params = {
+        "spark.sql.sources.provider": table.options["format"],
+        "spark.sql.sources.schema": json.dumps(schema),
+        "spark.sql.partitionProvider": "catalog",
+        "spark.sql.sources.schema.numPartCols": str(len(table.partition_keys)),
+    }
+    params.update({f"spark.sql.sources.schema.partCol.{i}": key for i, key in enumerate(table.partition_keys)})
     return params
 
 

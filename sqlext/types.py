@@ -12,6 +12,8 @@ and mapped when Spark or the HMS needs them. Mapping choices:
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
@@ -140,3 +142,34 @@ def spark_type(text: str) -> str:
 def hive_type(text: str) -> str:
     """The Hive (HMS) type of a Flink type."""
     return _engine_type(parse_type(text), ":")
+
+
+_JSON_NAMES = {"bigint": "long", "int": "integer", "tinyint": "byte", "smallint": "short"}
+
+
+def spark_json_type(text: str) -> Any:
+    """A Flink type as Spark's JSON schema type (what Spark stores in ``spark.sql.sources.schema``)."""
+    return _json_type(parse_type(text))
+
+
+def _json_type(data_type: exp.DataType) -> Any:
+    kind = data_type.this
+    children = [_as_type(c) for c in _children(data_type) if not isinstance(c, exp.ColumnDef)]
+    if kind == T.ARRAY:
+        return {"type": "array", "elementType": _json_type(children[0]), "containsNull": True}
+    if kind == T.MAP:
+        return {
+            "type": "map",
+            "keyType": _json_type(children[0]),
+            "valueType": _json_type(children[1]),
+            "valueContainsNull": True,
+        }
+    if kind == T.STRUCT:
+        fields = [
+            {"name": f.name, "type": _json_type(_as_type(f.args["kind"])), "nullable": True, "metadata": {}}
+            for f in _children(data_type)
+            if isinstance(f, exp.ColumnDef)
+        ]
+        return {"type": "struct", "fields": fields}
+    name = _engine_type(data_type, ":")
+    return _JSON_NAMES.get(name, name)
