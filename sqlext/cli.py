@@ -116,9 +116,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _driver_path(args: argparse.Namespace) -> int:
-    from sqlext import submit
+    from sqlext.paths import spark_submit_driver
 
-    print(submit.__file__)
+    print(spark_submit_driver())
     return 0
 
 

@@ -37,11 +37,18 @@ def packaged_sql_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "sql"
 
 
+def spark_submit_driver() -> Path:
+    """The script to give spark-submit (see ``sqlext/drivers/spark_submit_driver.py``)."""
+    return Path(__file__).resolve().parent / "drivers" / "spark_submit_driver.py"
+
+
 def pyspark_jars_dir() -> Path:
-    """The ``jars`` directory of the installed pyspark (Spark's and Hive 2.3's jars)."""
+    """The ``jars`` directory of Spark (``$SPARK_HOME``, else the installed pyspark): Spark's and Hive
+    2.3's jars."""
     import pyspark
 
-    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    spark_home = os.environ.get("SPARK_HOME")
+    jars = Path(spark_home).resolve() / "jars" if spark_home else Path(pyspark.__file__).resolve().parent / "jars"
     if not jars.is_dir():
         raise FileNotFoundError(f"pyspark is installed without its jars directory ({jars})")
     return jars

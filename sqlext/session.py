@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext import parser as p
-from sqlext.config import SESSION_PREFIX, SqlextConfig
+from sqlext.config import SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.errors import SqlextError, TableNotFoundError
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
@@ -40,10 +40,11 @@ def spark_session(
     """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements."""
     import os
 
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    # spark-submit's --conf flags arrive as the JVM's spark.* properties: SparkConf() reads them.
+    # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
+    SparkContext._ensure_initialized()
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
@@ -126,7 +127,9 @@ class SqlextSession:
         return self._ok()
 
     def _on_CreateDatabase(self, statement: p.CreateDatabase) -> DataFrame:
-        self.catalog.create_database(statement.name, statement.if_not_exists, comment=statement.comment)
+        warehouse = self.config.get(WAREHOUSE)
+        location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None
+        self.catalog.create_database(statement.name, statement.if_not_exists, location, statement.comment)
         return self._ok()
 
     def _on_DropTable(self, statement: p.DropTable) -> DataFrame:
