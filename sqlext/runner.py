@@ -51,6 +51,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
     from sqlext.session import spark_session
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per JVM callback otherwise
     spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
     spark.sparkContext.setLogLevel("ERROR")
     session = spark._sqlext_session  # type: ignore[attr-defined]
