@@ -20,7 +20,7 @@ from sqlglot.errors import TokenError
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import Token, TokenType
 
-from sqlext.errors import ParseError, ValidationError
+from sqlext.errors import ParseError, SqlextError, ValidationError
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
 
@@ -190,8 +190,16 @@ def parse_statements(text: str) -> list[Statement]:
 
 
 def parse_statement(sql: str) -> Statement:
-    """Parse one statement (see the module docstring for what is sqlext's)."""
-    sql = sql.strip().rstrip(";").strip()
+    """Parse one statement (see the module docstring for what is sqlext's); errors name the statement."""
+    try:
+        return _parse_statement(sql.strip().rstrip(";").strip())
+    except SqlextError as exc:
+        if exc.statement is None:
+            exc.statement = sql
+        raise
+
+
+def _parse_statement(sql: str) -> Statement:
     tokens = _tokens(sql)
     if tokens and tokens[0].token_type in (TokenType.SHOW, TokenType.COMMAND):
         # Spark's tokenizer keeps the rest of a command as one string: read its words too.
