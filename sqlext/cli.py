@@ -122,6 +122,18 @@ def _driver_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _connectors(args: argparse.Namespace) -> int:
+    from sqlext.connectors.reference import render_one
+    from sqlext.registry import factories
+
+    if args.name:
+        print(render_one(args.name), end="")
+    else:
+        for name, factory in sorted(factories().items()):
+            print(f"{name:<12} {factory.description}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from sqlext.demo import run_demo
 
@@ -177,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     driver = commands.add_parser("driver-path", help="print the spark-submit driver script's path")
     driver.set_defaults(handler=_driver_path)
+
+    connectors = commands.add_parser("connectors", help="list connectors, or print one connector's options")
+    connectors.add_argument("name", nargs="?", help="a connector identifier, e.g. filesystem")
+    connectors.set_defaults(handler=_connectors)
 
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")

@@ -28,7 +28,15 @@ ROWS_PER_SECOND = ConfigOption("rows-per-second", INT, 10000, "Rows generated pe
 NUMBER_OF_ROWS = ConfigOption(
     "number-of-rows", INT, None, "Total rows to generate; set, the source is bounded.", check=positive
 )
-FIELDS = ConfigOption("fields.", STRING, None, "Per-field options: fields.<name>.<option>.", prefix=True)
+FIELDS = ConfigOption(
+    "fields.",
+    STRING,
+    None,
+    "Per-field options fields.<name>.<option>: kind (random or sequence), min, max (numbers), length "
+    "(strings, default 100), start and end (sequences; a sequence with an end bounds the source), max-past "
+    "(timestamps: up to this long before now, default 0), null-rate (0 to 1).",
+    prefix=True,
+)
 FIELD_OPTIONS: dict[str, OptionType[Any]] = {
     "kind": enum_type("random", "sequence"),
     "min": STRING,
