@@ -1,0 +1,165 @@
+"""Sink throughput: the same input through (a) Spark's own file sink, (b) (a) + MSCK REPAIR TABLE,
+(c) a sqlext insert with partition-time commit and metastore,success-file policies.
+
+    python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3]
+
+Prints a table and writes bench/results/sink_throughput.json. Each variant runs ``--repeats`` times,
+interleaved in a rotating order (a b c, b c a, c a b, ...), after one small warm-up of each; medians are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from datetime import datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from bench.common import (
+    EVENT_DDL,
+    median,
+    metastore,
+    print_table,
+    scratch_dir,
+    spark_session,
+    timed,
+    write_events,
+    write_result,
+)
+from sqlext.catalog import Catalog
+from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.api import InsertPlan
+from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.table import Column, TableDefinition, TableIdentifier
+
+START = datetime(2026, 11, 22)
+COLUMNS = (
+    ("id", "BIGINT"),
+    ("user_id", "STRING"),
+    ("amount", "DOUBLE"),
+    ("ts", "TIMESTAMP(3)"),
+    ("dt", "STRING"),
+    ("hr", "STRING"),
+)
+
+
+def _events(spark: Any, input_dir: Path) -> Any:
+    return (
+        spark.readStream.schema(EVENT_DDL)
+        .parquet(input_dir.as_uri())
+        .withWatermark("ts", "0 seconds")
+        .selectExpr(
+            "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
+        )
+    )
+
+
+def spark_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
+    query = (
+        _events(spark, input_dir)
+        .writeStream.format("parquet")
+        .partitionBy("dt", "hr")
+        .option("checkpointLocation", (work / "checkpoint").as_uri())
+        .trigger(availableNow=True)
+        .start((work / "table").as_uri())
+    )
+    query.awaitTermination()
+
+
+def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str) -> None:
+    spark_file_sink(spark, input_dir, work)
+    spark.sql(
+        f"CREATE TABLE bench.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP) "
+        f"PARTITIONED BY (dt STRING, hr STRING) STORED AS PARQUET LOCATION '{(work / 'table').as_uri()}'"
+    )
+    spark.sql(f"MSCK REPAIR TABLE bench.{name}")
+
+
+def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str) -> None:
+    table = TableDefinition(
+        TableIdentifier("bench", name),
+        tuple(Column(n, t) for n, t in COLUMNS),
+        {
+            "connector": "filesystem",
+            "path": (work / "table").as_uri(),
+            "format": "parquet",
+            "sink.partition-commit.trigger": "partition-time",
+            "sink.partition-commit.delay": "1 h",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+            "sink.partition-commit.policy.kind": "metastore,success-file",
+        },
+        partition_keys=("dt", "hr"),
+    )
+    catalog.create_table(table, if_not_exists=False)
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
+    )
+    plan = InsertPlan(name, (work / "checkpoint").as_uri(), available_now=True)
+    query = FileSystemSink(context).start_stream(_events(spark, input_dir), plan)
+    running = running_insert(str(query.id))
+    assert running is not None
+    running.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--hours", type=int, default=24)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    home = scratch_dir()
+    with metastore(home) as hms:
+        spark = spark_session(hms.uri, home / "warehouse")
+        client = MetastoreClient(hms.uri)
+        catalog = Catalog(client)
+        client.create_database("bench")
+        input_dir, warmup_dir = home / "input", home / "warmup-input"
+        print(f"generating {args.rows:,} rows over {args.hours} hours in {args.files} files ...", flush=True)
+        write_events(input_dir, args.rows, args.hours, args.files, START)
+        write_events(warmup_dir, 100_000, args.hours, 2, START)
+
+        def variants(source: Path, tag: str) -> dict[str, Any]:
+            return {
+                "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}"),
+                "spark_file_sink+msck": lambda: spark_file_sink_then_msck(spark, source, home / f"b-{tag}", f"b_{tag}"),
+                "sqlext": lambda: sqlext_sink(spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}"),
+            }
+
+        for action in variants(warmup_dir, "warmup").values():
+            action()
+        seconds: dict[str, list[float]] = {"spark_file_sink": [], "spark_file_sink+msck": [], "sqlext": []}
+        for repeat in range(args.repeats):
+            # Rotate the order every repeat, so that no variant always runs first (or after another).
+            ordered = list(variants(input_dir, f"r{repeat}").items())
+            ordered = ordered[repeat % len(ordered) :] + ordered[: repeat % len(ordered)]
+            for name, action in ordered:
+                seconds[name].append(timed(action))
+                print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
+        spark.stop()
+        client.close()
+    shutil.rmtree(home, ignore_errors=True)
+
+    rates = {name: args.rows / median(values) for name, values in seconds.items()}
+    rows = [[name, f"{median(seconds[name]):.2f}", f"{rates[name] / 1e6:.3f}"] for name in seconds]
+    print_table(["variant", "median s", "Mrows/s"], rows)
+    ratio_a = rates["sqlext"] / rates["spark_file_sink"]
+    ratio_b = rates["sqlext"] / rates["spark_file_sink+msck"]
+    print(f"sqlext / spark file sink = {ratio_a:.2f}   sqlext / (spark file sink + MSCK REPAIR) = {ratio_b:.2f}")
+    path = write_result(
+        "sink_throughput",
+        {
+            "params": vars(args),
+            "seconds": seconds,
+            "rows_per_s": rates,
+            "ratio_sqlext_vs_spark_sink": ratio_a,
+            "ratio_sqlext_vs_spark_sink_msck": ratio_b,
+        },
+    )
+    print(f"written {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""The session extension: statements through spark.sql, as a user types them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from sqlext.errors import SqlextError, ValidationError
+from sqlext.metastore.client import MetastoreClient
+from sqlext.parser import CreateTable, parse_statement
+from sqlext.session import extend
+from tests.support.streams import write_hourly_events
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms]
+
+
+@pytest.fixture
+def sql(spark, tmp_path: Path):
+    session = extend(spark)
+    assert extend(spark) is session, "extend is idempotent"
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    spark.sql("CREATE DATABASE IF NOT EXISTS sess_db")
+    yield spark.sql
+    session.options.clear()
+
+
+def _sink_ddl(name: str, path: Path, extra: str = "") -> str:
+    return f"""CREATE TABLE sess_db.{name} (
+        id BIGINT COMMENT 'the id', user_id STRING, ts TIMESTAMP(3), dt STRING, hr STRING,
+        id2 AS id * 2
+      ) COMMENT 'a sink' PARTITIONED BY (dt, hr) WITH (
+        'connector' = 'filesystem', 'path' = '{path.as_uri()}', 'format' = 'parquet' {extra})"""
+
+
+def _source_ddl(name: str, path: Path, watermark: bool = True) -> str:
+    mark = ", WATERMARK FOR ts AS ts - INTERVAL '5' SECOND" if watermark else ""
+    return f"""CREATE TABLE sess_db.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3){mark})
+      WITH ('connector' = 'filesystem', 'path' = '{path.as_uri()}', 'format' = 'parquet')"""
+
+
+def test_show_create_table_recreates_an_equal_definition_and_describe_shows_it(sql, tmp_path: Path) -> None:
+    sql(_sink_ddl("shown", tmp_path / "t", ", 'sink.partition-commit.delay' = '1 h'"))
+    ddl = sql("SHOW CREATE TABLE sess_db.shown").first().createtab_stmt
+    original = parse_statement(_sink_ddl("shown", tmp_path / "t", ", 'sink.partition-commit.delay' = '1 h'"))
+    again = parse_statement(ddl)
+    assert isinstance(original, CreateTable) and isinstance(again, CreateTable)
+    assert again.table == original.table
+
+    rows = [(r.col_name, r.data_type, r.comment) for r in sql("DESCRIBE sess_db.shown").collect()]
+    assert ("id", "BIGINT", "the id") in rows and ("id2", "AS id * 2", None) in rows
+    names = [r[0] for r in rows]
+    assert names[names.index("# Partition Information") + 1 :][:2] == ["dt", "hr"]
+    assert ("sink.partition-commit.delay", "1 h", None) in rows
+    assert ("sink.partition-commit.policy.kind", "metastore,success-file", "default") in rows
+
+
+def test_alter_set_and_reset_options_and_drop_keeps_files(sql, hms: MetastoreClient, tmp_path: Path) -> None:
+    sql(_sink_ddl("altered", tmp_path / "t"))
+    sql("ALTER TABLE sess_db.altered SET ('sink.partition-commit.delay' = '2 h')")
+    assert ("sink.partition-commit.delay", "2 h", None) in [tuple(r) for r in sql("DESCRIBE sess_db.altered").collect()]
+    sql("ALTER TABLE sess_db.altered RESET ('sink.partition-commit.delay')")
+    assert "sink.partition-commit.delay" not in [r.col_name for r in sql("DESCRIBE sess_db.altered").collect()]
+    with pytest.raises(SqlextError, match="Unsupported options found"):
+        sql("ALTER TABLE sess_db.altered SET ('sink.nope' = '1')")
+
+    (tmp_path / "t").mkdir(exist_ok=True)
+    (tmp_path / "t" / "keep.parquet").write_bytes(b"x")
+    sql("DROP TABLE sess_db.altered")
+    assert hms.get_table("sess_db", "altered") is None
+    assert (tmp_path / "t" / "keep.parquet").is_file()
+    sql("DROP TABLE IF EXISTS sess_db.altered")
+
+
+def test_set_reset_and_show_tables(sql) -> None:
+    assert [tuple(r) for r in sql("SET 'pipeline.name' = 'p1'").collect()] == [("pipeline.name", "p1")]
+    assert ("pipeline.name", "p1") in [tuple(r) for r in sql("SET").collect()]
+    sql("RESET 'pipeline.name'")
+    assert sql("SET").collect() == []
+    sql("CREATE TEMPORARY TABLE sess_db.tmp_gen (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '3')")
+    assert "tmp_gen" in [r.tableName for r in sql("SHOW TABLES IN sess_db").collect()]
+    assert sql("SELECT 1 AS one").first().one == 1  # Spark's own SQL passes through
+
+
+def test_static_partition_insert_in_batch_mode(sql, hms: MetastoreClient, tmp_path: Path) -> None:
+    write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=1, rows_per_hour=10)
+    sql(_source_ddl("static_src", tmp_path / "in"))
+    sql(_sink_ddl("static_dst", tmp_path / "out"))
+    sql("SET 'execution.runtime-mode' = 'batch'")
+    done = sql(
+        "INSERT INTO sess_db.static_dst PARTITION (dt = '2026-01-01', hr = '00') "
+        "SELECT id, user_id, ts FROM sess_db.static_src"
+    ).first()
+    assert done.status == "FINISHED"
+    assert hms.get_partition_names("sess_db", "static_dst") == ["dt=2026-01-01/hr=00"]
+    assert sql("SELECT count(*) AS n FROM sess_db.static_dst WHERE dt = '2026-01-01'").first().n == 10
+
+
+def test_overwrite_is_refused_in_streaming_mode_with_flinks_reason(sql, tmp_path: Path) -> None:
+    sql(_source_ddl("ow_src", tmp_path / "in"))
+    sql(_sink_ddl("ow_dst", tmp_path / "out"))
+    with pytest.raises(ValidationError, match="Streaming mode not support overwrite"):
+        sql("INSERT OVERWRITE sess_db.ow_dst SELECT id, user_id, ts, 'd', 'h' FROM sess_db.ow_src")
+
+
+def test_partition_time_without_a_watermark_is_an_error_naming_both_fixes(sql, tmp_path: Path) -> None:
+    write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=1, rows_per_hour=5)
+    sql(_source_ddl("nowm_src", tmp_path / "in", watermark=False))
+    sql(_sink_ddl("nowm_dst", tmp_path / "out", ", 'sink.partition-commit.trigger' = 'partition-time'"))
+    with pytest.raises(ValidationError) as failure:
+        sql("INSERT INTO sess_db.nowm_dst SELECT id, user_id, ts, 'd', 'h' FROM sess_db.nowm_src")
+    assert "WATERMARK FOR" in failure.value.message and "'process-time'" in failure.value.message
