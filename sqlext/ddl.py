@@ -92,3 +92,81 @@ def describe_rows(table: TableDefinition) -> list[tuple[Any, ...]]:
         rows.append(("# Defaults in effect", "", None))
         rows.extend((key, value, "default") for key, value in defaults)
     return rows
+
+
+def merge_like(base: TableDefinition, derived: Any) -> TableDefinition:
+    """Flink's ``CREATE TABLE derived ... LIKE base (options)``.
+
+    Physical columns of ``base`` always come first, then the derived table's own columns. For each
+    feature (generated and metadata columns, options, partitions, watermarks, constraints) the strategy
+    is INCLUDING, EXCLUDING or OVERWRITING; the default is Flink's ``INCLUDING ALL OVERWRITING OPTIONS``.
+    """
+    from dataclasses import replace
+
+    from sqlext.errors import ValidationError
+
+    strategy = {f: "INCLUDING" for f in ("CONSTRAINTS", "GENERATED", "METADATA", "PARTITIONS", "WATERMARKS")}
+    strategy["OPTIONS"] = "OVERWRITING"
+    for option in derived.like_options:
+        how, feature = option.split()
+        for name in strategy if feature == "ALL" else [feature]:
+            strategy[name] = how
+
+    def keep(column: Column) -> bool:
+        if column.expression is not None:
+            return strategy["GENERATED"] != "EXCLUDING"
+        if column.metadata_key is not None:
+            return strategy["METADATA"] != "EXCLUDING"
+        return True
+
+    own = {c.name.lower() for c in derived.columns}
+    columns = []
+    for column in base.columns:
+        if not keep(column):
+            continue
+        if column.name.lower() in own:
+            if column.is_physical or strategy["GENERATED" if column.expression else "METADATA"] != "OVERWRITING":
+                raise ValidationError(
+                    f"Column '{column.name}' is declared by both {base.identifier} and the new table."
+                )
+            continue
+        columns.append(column)
+    columns.extend(derived.columns)
+
+    if strategy["OPTIONS"] == "EXCLUDING":
+        options = dict(derived.options)
+    else:
+        clash = sorted(set(base.options) & set(derived.options))
+        if clash and strategy["OPTIONS"] == "INCLUDING":
+            raise ValidationError(
+                f"Options {', '.join(clash)} are set by both {base.identifier} and the new table "
+                "(use OVERWRITING OPTIONS)."
+            )
+        options = {**base.options, **derived.options}
+
+    partitions = derived.partition_keys
+    if strategy["PARTITIONS"] == "INCLUDING" and base.partition_keys:
+        if derived.partition_keys:
+            raise ValidationError(
+                f"{base.identifier} is partitioned; the new table cannot repartition it unless EXCLUDING PARTITIONS."
+            )
+        partitions = base.partition_keys
+
+    watermark = derived.watermark
+    if base.watermark is not None and strategy["WATERMARKS"] != "EXCLUDING" and watermark is None:
+        watermark = base.watermark
+    elif base.watermark is not None and watermark is not None and strategy["WATERMARKS"] == "INCLUDING":
+        raise ValidationError(f"{base.identifier} has a watermark; use OVERWRITING WATERMARKS to replace it.")
+
+    primary_key = derived.primary_key or (base.primary_key if strategy["CONSTRAINTS"] == "INCLUDING" else ())
+    return replace(
+        base,
+        identifier=derived.identifier,
+        columns=tuple(columns),
+        options=options,
+        partition_keys=tuple(partitions),
+        watermark=watermark,
+        primary_key=tuple(primary_key),
+        comment=derived.comment,
+        temporary=derived.temporary,
+    )

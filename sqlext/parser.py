@@ -84,6 +84,23 @@ class CreateTable(Statement):
 
 
 @dataclass(frozen=True)
+class CreateTableLike(Statement):
+    """``CREATE TABLE t (...) WITH (...) LIKE base (options)``: merged with ``base`` when it runs."""
+
+    identifier: TableIdentifier
+    like: TableIdentifier
+    like_options: tuple[str, ...] = ()
+    if_not_exists: bool = False
+    temporary: bool = False
+    columns: tuple[Column, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    partition_keys: tuple[str, ...] = ()
+    watermark: Watermark | None = None
+    primary_key: tuple[str, ...] = ()
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
 class CreateDatabase(Statement):
     name: str
     if_not_exists: bool = False
@@ -210,9 +227,69 @@ def _parse_statement(sql: str) -> Statement:
     by_tokens = _parse_by_tokens(sql, tokens, words)
     if by_tokens is not None:
         return by_tokens
+    like_at = _top_level_like(tokens) if words[0] == "CREATE" else None
+    if like_at is not None:
+        return _create_table_like(sql, tokens, like_at)
     if words[0] in ("CREATE", "INSERT", "DROP", "DESCRIBE", "DESC", "USE", "ALTER"):
         return _from_tree(sql, _parse_tree(sql))
     return Passthrough(sql)
+
+
+LIKE_STRATEGIES = ("INCLUDING", "EXCLUDING", "OVERWRITING")
+LIKE_FEATURES = ("ALL", "CONSTRAINTS", "GENERATED", "METADATA", "OPTIONS", "PARTITIONS", "WATERMARKS")
+
+
+def _top_level_like(tokens: list[Token]) -> int | None:
+    """Index of a ``LIKE`` token outside parentheses (Flink's ``CREATE TABLE ... LIKE base``)."""
+    depth = 0
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and token.token_type == TokenType.LIKE:
+            return index
+    return None
+
+
+def _create_table_like(sql: str, tokens: list[Token], like_at: int) -> CreateTableLike:
+    """``CREATE TABLE t [(...)] [PARTITIONED BY (...)] [WITH (...)] LIKE base [(like options)]``."""
+    head = sql[: tokens[like_at].start].strip()
+    rest = tokens[like_at + 1 :]
+    paren = next((i for i, t in enumerate(rest) if t.token_type == TokenType.L_PAREN), len(rest))
+    base = _identifier(sql, rest[:paren])
+    words = [t.text.upper() for t in rest[paren + 1 : -1]] if paren < len(rest) else []
+    if paren < len(rest) and rest[-1].token_type != TokenType.R_PAREN:
+        raise ParseError(f"Expected LIKE table [(like options)], got: {sql}", statement=sql)
+    pairs = [tuple(words[i : i + 2]) for i in range(0, len(words), 2)]
+    for pair in pairs:
+        if len(pair) != 2 or pair[0] not in LIKE_STRATEGIES or pair[1] not in LIKE_FEATURES:
+            raise ParseError(
+                f"Invalid LIKE option '{' '.join(pair)}': expected {'|'.join(LIKE_STRATEGIES)} followed by one of "
+                f"{', '.join(LIKE_FEATURES)}.",
+                statement=sql,
+            )
+    tree = _parse_tree(head)  # CREATE TABLE t [(...)] [...] [WITH (...)] parses on its own
+    if not isinstance(tree, exp.Create):
+        raise ParseError(f"Expected CREATE TABLE ... LIKE table: {sql}", statement=sql)
+    options, partition_keys, comment = _create_properties(sql, tree)
+    schema = tree.this
+    items = schema.expressions if isinstance(schema, exp.Schema) else []
+    columns, watermark, primary_key = _schema(sql, items)
+    return CreateTableLike(
+        sql,
+        identifier=_table_ident(schema.this if isinstance(schema, exp.Schema) else schema),
+        if_not_exists=bool(tree.args.get("exists")),
+        temporary="TEMPORARY" in head.upper().split("TABLE", 1)[0],
+        columns=tuple(columns),
+        options=options,
+        partition_keys=tuple(partition_keys),
+        watermark=watermark,
+        primary_key=tuple(primary_key),
+        comment=comment,
+        like=base,
+        like_options=tuple(f"{a} {b}" for a, b in pairs),
+    )
 
 
 def _parse_tree(sql: str) -> exp.Expr:
@@ -343,24 +420,7 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
 
 
 def _create_table(sql: str, tree: exp.Create) -> Statement:
-    properties = tree.args.get("properties")
-    options: dict[str, str] = {}
-    partition_keys: list[str] = []
-    comment = None
-    for prop in properties.expressions if properties else []:
-        if type(prop) is exp.Property and isinstance(prop.this, exp.Literal) and prop.this.is_string:
-            value = prop.args.get("value")
-            if not isinstance(value, exp.Literal) or not value.is_string:
-                raise ValidationError(
-                    f"Option '{prop.this.this}' must have a quoted string value, got {value.sql() if value else '?'}.",
-                    statement=sql,
-                    option=prop.this.this,
-                )
-            options[prop.this.this] = value.this
-        elif isinstance(prop, exp.PartitionedByProperty):
-            partition_keys = [e.name for e in prop.this.expressions]
-        elif isinstance(prop, exp.SchemaCommentProperty):
-            comment = prop.this.this
+    options, partition_keys, comment = _create_properties(sql, tree)
     if "connector" not in options:
         return Passthrough(sql)  # plain Spark/Hive DDL
     schema = tree.this
@@ -380,6 +440,29 @@ def _create_table(sql: str, tree: exp.Create) -> Statement:
         temporary=temporary,
     )
     return CreateTable(sql, definition, bool(tree.args.get("exists")))
+
+
+def _create_properties(sql: str, tree: exp.Create) -> tuple[dict[str, str], list[str], str | None]:
+    """WITH options, PARTITIONED BY keys and COMMENT of a CREATE TABLE."""
+    properties = tree.args.get("properties")
+    options: dict[str, str] = {}
+    partition_keys: list[str] = []
+    comment = None
+    for prop in properties.expressions if properties else []:
+        if type(prop) is exp.Property and isinstance(prop.this, exp.Literal) and prop.this.is_string:
+            value = prop.args.get("value")
+            if not isinstance(value, exp.Literal) or not value.is_string:
+                raise ValidationError(
+                    f"Option '{prop.this.this}' must have a quoted string value, got {value.sql() if value else '?'}.",
+                    statement=sql,
+                    option=prop.this.this,
+                )
+            options[prop.this.this] = value.this
+        elif isinstance(prop, exp.PartitionedByProperty):
+            partition_keys = [e.name for e in prop.this.expressions]
+        elif isinstance(prop, exp.SchemaCommentProperty):
+            comment = prop.this.this
+    return options, partition_keys, comment
 
 
 def _schema(sql: str, items: Sequence[exp.Expr]) -> tuple[list[Column], Watermark | None, list[str]]:

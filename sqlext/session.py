@@ -126,6 +126,16 @@ class SqlextSession:
         self.catalog.create_table(table, statement.if_not_exists)
         return self._ok()
 
+    def _on_CreateTableLike(self, statement: p.CreateTableLike) -> DataFrame:
+        from dataclasses import replace
+
+        from sqlext.ddl import merge_like
+
+        base = self.catalog.get_table(self.resolve(statement.like))
+        derived = replace(statement, identifier=self.resolve(statement.identifier))
+        self.catalog.create_table(merge_like(base, derived), statement.if_not_exists)
+        return self._ok()
+
     def _on_CreateDatabase(self, statement: p.CreateDatabase) -> DataFrame:
         warehouse = self.config.get(WAREHOUSE)
         location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None

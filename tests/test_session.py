@@ -111,3 +111,27 @@ def test_partition_time_without_a_watermark_is_an_error_naming_both_fixes(sql, t
     with pytest.raises(ValidationError) as failure:
         sql("INSERT INTO sess_db.nowm_dst SELECT id, user_id, ts, 'd', 'h' FROM sess_db.nowm_src")
     assert "WATERMARK FOR" in failure.value.message and "'process-time'" in failure.value.message
+
+
+def test_create_table_like_merges_with_flinks_default_and_explicit_strategies(sql, tmp_path: Path) -> None:
+    sql(_sink_ddl("like_base", tmp_path / "base", ", 'sink.partition-commit.delay' = '1 h'"))
+    sql(f"CREATE TABLE sess_db.like_copy WITH ('path' = '{(tmp_path / 'copy').as_uri()}') LIKE sess_db.like_base")
+    base = parse_statement(sql("SHOW CREATE TABLE sess_db.like_base").first().createtab_stmt)
+    copy = parse_statement(sql("SHOW CREATE TABLE sess_db.like_copy").first().createtab_stmt)
+    assert isinstance(base, CreateTable) and isinstance(copy, CreateTable)
+    assert copy.table.columns == base.table.columns
+    assert copy.table.partition_keys == ("dt", "hr")
+    assert copy.table.options == {**base.table.options, "path": (tmp_path / "copy").as_uri()}
+
+    sql(f"""CREATE TABLE sess_db.like_daily (note STRING) PARTITIONED BY (dt)
+            WITH ('path' = '{(tmp_path / "daily").as_uri()}')
+            LIKE sess_db.like_base (EXCLUDING PARTITIONS EXCLUDING GENERATED)""")
+    daily = parse_statement(sql("SHOW CREATE TABLE sess_db.like_daily").first().createtab_stmt)
+    assert isinstance(daily, CreateTable)
+    assert [c.name for c in daily.table.columns] == ["id", "user_id", "ts", "dt", "hr", "note"]
+    assert daily.table.partition_keys == ("dt",)
+    with pytest.raises(ValidationError, match="cannot repartition"):
+        sql(
+            "CREATE TABLE sess_db.like_bad (x INT) PARTITIONED BY (x) WITH ('path' = 'file:///tmp/x') "
+            "LIKE sess_db.like_base"
+        )
