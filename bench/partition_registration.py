@@ -1,0 +1,125 @@
+"""Partition registration (a backfill of existing directories): sqlext's partition commit vs Spark's
+``MSCK REPAIR TABLE`` vs one HMS ``add_partition`` call per partition, on the same directory tree.
+
+    python -m bench.partition_registration [--partitions 2000] [--repeats 3]
+
+Prints a table and writes bench/results/partition_registration.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import shutil
+from datetime import date, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
+from sqlext.catalog import Catalog
+from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.committer import BatchCommitter
+from sqlext.sink.settings import SinkSettings
+from sqlext.table import Column, TableDefinition, TableIdentifier
+
+
+def partition_values(count: int) -> list[tuple[str, str]]:
+    first = date(2020, 1, 1)
+    return [((first + timedelta(days=i // 24)).isoformat(), f"{i % 24:02d}") for i in range(count)]
+
+
+def build_tree(root: Path, values: list[tuple[str, str]]) -> None:
+    sample = pa.table({"id": list(range(100)), "user_id": ["u"] * 100})
+    for dt, hr in values:
+        directory = root / f"dt={dt}" / f"hr={hr}"
+        directory.mkdir(parents=True)
+        pq.write_table(sample, directory / "part-00000.parquet")
+
+
+def table_definition(name: str, root: Path) -> TableDefinition:
+    columns = (Column("id", "BIGINT"), Column("user_id", "STRING"), Column("dt", "STRING"), Column("hr", "STRING"))
+    options = {
+        "connector": "filesystem",
+        "path": root.as_uri(),
+        "format": "parquet",
+        "sink.partition-commit.policy.kind": "metastore",
+    }
+    return TableDefinition(TableIdentifier("bench", name), columns, options, partition_keys=("dt", "hr"))
+
+
+def register_with_sqlext(
+    table: TableDefinition, metastore_uri: str, state: Path, values: list[tuple[str, str]]
+) -> None:
+    committer = BatchCommitter(SinkSettings.from_table(table), "backfill", state.as_uri(), metastore_uri)
+    committer.trigger.add(((f"dt={dt}/hr={hr}", [dt, hr]) for dt, hr in values), now_ms=0)
+    committer.end_of_input()
+    committer.close()
+
+
+def register_one_call_each(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
+    hms_table = client.get_table("bench", table.identifier.name)
+    assert hms_table is not None
+    for dt, hr in values:
+        storage = copy.deepcopy(hms_table.sd)
+        storage.location = f"{table.options['path']}/dt={dt}/hr={hr}"
+        partition = ttypes.Partition(
+            values=[dt, hr],
+            dbName="bench",
+            tableName=table.identifier.name,
+            sd=storage,
+            parameters={"numFiles": "1", "totalSize": "1"},
+        )
+        client.add_partitions("bench", table.identifier.name, [partition])  # one HMS call each
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    values = partition_values(args.partitions)
+    home = scratch_dir()
+    root = home / "tree"
+    build_tree(root, values)
+    seconds: dict[str, list[float]] = {"sqlext": [], "msck_repair": [], "one_call_each": []}
+    with metastore(home) as hms:
+        spark = spark_session(hms.uri, home / "warehouse")
+        client = MetastoreClient(hms.uri)
+        catalog = Catalog(client)
+        client.create_database("bench")
+        spark.sql("SELECT 1").collect()
+        for repeat in range(args.repeats):
+            tables = {kind: table_definition(f"{kind}_{repeat}", root) for kind in seconds}
+            for table in tables.values():
+                catalog.create_table(table, if_not_exists=False)
+            state = home / f"state-{repeat}"
+            actions: dict[str, Any] = {
+                "sqlext": partial(register_with_sqlext, tables["sqlext"], hms.uri, state, values),
+                "msck_repair": partial(spark.sql, f"MSCK REPAIR TABLE bench.msck_repair_{repeat}"),
+                "one_call_each": partial(register_one_call_each, client, tables["one_call_each"], values),
+            }
+            for kind, action in actions.items():
+                seconds[kind].append(timed(action))
+                registered = len(client.get_partition_names("bench", tables[kind].identifier.name))
+                assert registered == args.partitions, f"{kind} registered {registered}"
+                print(f"  {kind} run {repeat + 1}: {seconds[kind][-1]:.2f} s", flush=True)
+        spark.stop()
+        client.close()
+    shutil.rmtree(home, ignore_errors=True)
+    rates = {kind: args.partitions / median(s) for kind, s in seconds.items()}
+    print_table(
+        ["variant", "median s", "partitions/s"], [[k, f"{median(seconds[k]):.2f}", f"{rates[k]:.0f}"] for k in seconds]
+    )
+    ratios = {f"sqlext_vs_{k}": rates["sqlext"] / rates[k] for k in seconds if k != "sqlext"}
+    print("  ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
+    result = {"params": vars(args), "seconds": seconds, "partitions_per_s": rates, "ratios": ratios}
+    print(f"written {write_result('partition_registration', result)}")
+
+
+if __name__ == "__main__":
+    main()
