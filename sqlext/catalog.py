@@ -130,6 +130,7 @@ class Catalog:
         """
         from sqlext.registry import validate_table
 
+        table = self._with_default_path(table)
         validate_table(table)
         ident = table.identifier
         exists = ident in self.temporary or self.client.get_table(ident.database, ident.name) is not None
@@ -150,6 +151,16 @@ class Catalog:
             )
         self.client.create_table(to_hms(table))
         return True
+
+    def _with_default_path(self, table: TableDefinition) -> TableDefinition:
+        """Hive-dialect DDL without LOCATION: the table lives under its database's location."""
+        if not table.extra.get("path-from-database"):
+            return table
+        database = self.client.get_database(table.identifier.database)
+        if database is None or not database.locationUri:
+            return table  # validation names the missing option
+        path = f"{database.locationUri.rstrip('/')}/{table.identifier.name}"
+        return replace(table, options={**table.options, "path": path}, extra={})
 
     def drop_table(self, ident: TableIdentifier, if_exists: bool = False) -> bool:
         """Drop a table; an external table's files stay."""

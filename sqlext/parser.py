@@ -30,7 +30,14 @@ class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
     arg_types = {"this": False, "virtual": False}  # noqa: RUF012 - sqlglot's declaration style
 
 
+def _to_timestamp_ltz(args: list[exp.Expr]) -> exp.Expr:
+    """Flink's TO_TIMESTAMP_LTZ(epoch, precision): 0 seconds, 3 milliseconds (Flink's default: 3)."""
+    scale = args[1] if len(args) > 1 else exp.Literal.number(3)
+    return exp.UnixToTime(this=args[0], scale=scale)
+
+
 class FlinkParser(SparkParser):
+    FUNCTIONS = {**SparkParser.FUNCTIONS, "TO_TIMESTAMP_LTZ": _to_timestamp_ltz}  # noqa: RUF012
     CONSTRAINT_PARSERS = {  # noqa: RUF012
         **SparkParser.CONSTRAINT_PARSERS,
         "WATERMARK": lambda self: self.expression(
@@ -419,14 +426,21 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
     return Passthrough(sql)
 
 
+#: Table properties that make Hive-dialect DDL a sqlext table (Flink's Hive streaming sink).
+#: TableDefinition.extra marker: Hive-dialect DDL without LOCATION; the catalog derives the path.
+PATH_FROM_DATABASE = "path-from-database"
+HIVE_STREAMING_PREFIXES = ("sink.partition-commit.", "partition.time-extractor.", "sink.rolling-policy.")
+
+
 def _create_table(sql: str, tree: exp.Create) -> Statement:
     options, partition_keys, comment = _create_properties(sql, tree)
+    hive_columns = _hive_streaming(tree, options)
     if "connector" not in options:
         return Passthrough(sql)  # plain Spark/Hive DDL
     schema = tree.this
     table_node = schema.this if isinstance(schema, exp.Schema) else schema
     ident = _table_ident(table_node)
-    items = schema.expressions if isinstance(schema, exp.Schema) else []
+    items = [*(schema.expressions if isinstance(schema, exp.Schema) else []), *(hive_columns or [])]
     columns, watermark, primary_key = _schema(sql, items)
     temporary = bool(tree.args.get("temporary")) or "TEMPORARY" in sql.upper().split("TABLE", 1)[0]
     definition = TableDefinition(
@@ -438,8 +452,30 @@ def _create_table(sql: str, tree: exp.Create) -> Statement:
         primary_key=tuple(primary_key),
         comment=comment,
         temporary=temporary,
+        extra={PATH_FROM_DATABASE: "true"} if hive_columns is not None and "path" not in options else {},
     )
     return CreateTable(sql, definition, bool(tree.args.get("exists")))
+
+
+def _hive_streaming(tree: exp.Create, options: dict[str, str]) -> list[exp.ColumnDef] | None:
+    """Hive-dialect DDL as Flink's Hive streaming docs write it (``PARTITIONED BY (dt STRING) STORED AS
+    parquet [LOCATION '...'] TBLPROPERTIES ('sink.partition-commit...' ...)``) is a ``filesystem`` table:
+    fill in ``connector``, ``format`` and ``path`` (the catalog puts a missing path under the database
+    location) and return the partition columns Hive declares only in PARTITIONED BY."""
+    if "connector" in options or not any(key.startswith(HIVE_STREAMING_PREFIXES) for key in options):
+        return None
+    properties = tree.args.get("properties")
+    found = {type(p): p for p in properties.expressions} if properties else {}
+    file_format = found.get(exp.FileFormatProperty)
+    if file_format is None:
+        return None
+    options["connector"] = "filesystem"
+    options["format"] = file_format.this.name.lower()
+    location = found.get(exp.LocationProperty)
+    if location is not None:
+        options["path"] = location.this.this
+    partitioned = found.get(exp.PartitionedByProperty)
+    return [e for e in partitioned.this.expressions if isinstance(e, exp.ColumnDef)] if partitioned else []
 
 
 def _create_properties(sql: str, tree: exp.Create) -> tuple[dict[str, str], list[str], str | None]:

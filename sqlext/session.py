@@ -80,6 +80,8 @@ class SqlextSession:
         }
         self.current_database = DEFAULT_DATABASE
         self._spark_sql = spark.sql
+        #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).
+        self.spark_sql = spark.sql
 
     def resolve(self, ident: TableIdentifier) -> TableIdentifier:
         """Fill in the current database of an unqualified name."""

@@ -8,16 +8,20 @@ import os
 import subprocess
 import sys
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import pyarrow.dataset as ds
 import pytest
 
 from sqlext.faults import EXIT_CODE, POINTS
+from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.sink.commitlog import CommitLog
 from tests.support.streams import write_hourly_events
 from tests.support.tables import create_in_hms, events_table
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
 
@@ -79,6 +83,53 @@ def test_a_crash_at_every_fault_point_then_restart_gives_every_row_exactly_once(
         crashed = _run_job(metastore, tmp_path, options, f"{point}@{batch}")
         assert crashed.returncode == EXIT_CODE, f"{point}@{batch} was not reached:\n{crashed.stderr[-3000:]}"
         assert f"fault point '{point}' reached" in crashed.stderr
+    finished = _run_job(metastore, tmp_path, options, None)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+
+    _assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours)
+
+
+def _reached(log: CommitLog, batches: int, process: subprocess.Popen[bytes]) -> bool:
+    return len(list(log.entries())) >= batches or process.poll() is not None
+
+
+def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    import random
+    import signal
+    import time
+
+    hours = 10
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
+    options = {"sink.parallelism": "2"}
+    create_in_hms(hms, events_table("crash_db", "events", tmp_path / "table", **options))
+    log = CommitLog(FileSystem((tmp_path / "table").as_uri()), (tmp_path / "table").as_uri())
+    chance = random.Random(20261122)  # fixed seed: the same kill moments on every run
+    command = [
+        sys.executable,
+        "-m",
+        "tests.support.sink_job",
+        metastore.uri,
+        str(tmp_path / "table"),
+        str(tmp_path / "input"),
+        str(tmp_path / "checkpoint"),
+        json.dumps(options),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("SQLEXT_FAULT", None)
+    for run in range(3):
+        # Kill once the log has seen a random number of new batches, a random fraction of a second later:
+        # somewhere inside the write, the moves or the partition commit of the next batch.
+        target = len(list(log.entries())) + chance.randint(1, 2)
+        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(partial(_reached, log, target, process), 240, what=f"run {run} to reach batch {target}")
+            time.sleep(chance.uniform(0.0, 1.5))  # the random moment itself, not synchronisation
+            assert process.poll() is None, f"run {run} finished before it could be killed"
+            process.send_signal(signal.SIGKILL)
+        finally:
+            process.wait(timeout=60)
     finished = _run_job(metastore, tmp_path, options, None)
     assert finished.returncode == 0, finished.stderr[-3000:]
 

@@ -15,7 +15,7 @@ from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.sink.commitlog import CommitLog
 from sqlext.sink.settings import SinkSettings
 from sqlext.table import TableDefinition, Watermark
-from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
@@ -33,19 +33,7 @@ def _register_for(spark: Any, table: TableDefinition, metastore_uri: str, name: 
 
 
 def _events(spark: Any, input_dir: Path) -> Any:
-    return (
-        spark.readStream.schema(EVENT_DDL)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(input_dir.as_uri())
-        .selectExpr(
-            "id",
-            "user_id",
-            "amount",
-            "ts",
-            "date_format(ts, 'yyyy-MM-dd') AS dt",
-            "date_format(ts, 'HH') AS hr",
-        )
-    )
+    return hourly_event_stream(spark, input_dir, None)
 
 
 def _write(spark: Any, rows: Any, checkpoint: Path) -> None:

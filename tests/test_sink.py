@@ -16,30 +16,13 @@ from sqlext.sink.api import InsertPlan
 from sqlext.sink.commitlog import CommitLog, State
 from sqlext.sink.filesystem import FileSystemSink, running_insert
 from sqlext.table import TableDefinition
-from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table, keyed_table
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 
 START = datetime(2026, 11, 22, 0, 0, 0)
-
-
-def _event_stream(spark, input_dir: Path, lateness: str = "0 seconds"):
-    return (
-        spark.readStream.schema(EVENT_DDL)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(input_dir.as_uri())
-        .withWatermark("ts", lateness)
-        .selectExpr(
-            "id",
-            "user_id",
-            "amount",
-            "ts",
-            "date_format(ts, 'yyyy-MM-dd') AS dt",
-            "date_format(ts, 'HH') AS hr",
-        )
-    )
 
 
 def _run_bounded(spark, table: TableDefinition, metastore: MetastoreSettings, rows, checkpoint: Path) -> None:
@@ -79,7 +62,7 @@ def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
     )
     create_in_hms(hms, table)
 
-    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), tmp_path / "checkpoint")
 
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
     entries = list(log.entries("insert_hourly"))
@@ -124,7 +107,7 @@ def test_commits_command_shows_each_batch_and_what_it_committed(
     write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=30)
     table = events_table("sink_db", "audited", tmp_path / "table")
     create_in_hms(hms, table)
-    _run_bounded(spark, table, metastore, _event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
 
     assert main(["commits", "sink_db.audited", "--metastore-uri", metastore.uri]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
@@ -144,7 +127,7 @@ def test_process_time_with_zero_delay_commits_each_partition_in_the_batch_that_w
     table = events_table("sink_db", "proctime", tmp_path / "table")  # default trigger: process-time, 0 s
     create_in_hms(hms, table)
 
-    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), tmp_path / "checkpoint")
 
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
     committed_by = {p: e.batch for e in log.entries("insert_proctime") for p in e.committed_partitions}
@@ -215,7 +198,7 @@ def test_late_data_for_a_committed_partition_commits_it_again(
     )
     create_in_hms(hms, table)
 
-    _run_bounded(spark, table, metastore, _event_stream(spark, input_dir), tmp_path / "checkpoint")
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), tmp_path / "checkpoint")
 
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
     commits_of_hour_zero = [
@@ -297,7 +280,7 @@ def test_idle_timeout_commits_quiet_partitions_without_a_new_batch(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
     )
     plan = InsertPlan(query_name="idle_insert", checkpoint_location=(tmp_path / "checkpoint").as_uri())
-    query = FileSystemSink(context).start_stream(_event_stream(spark, input_dir), plan)  # unbounded
+    query = FileSystemSink(context).start_stream(hourly_event_stream(spark, input_dir), plan)  # unbounded
     try:
         # The last hour's watermark never comes (no more data); the idle rule commits it.
         wait_for(lambda: len(_partition_names(hms, table)) == 2, timeout_s=120, what="both partitions committed")
@@ -316,7 +299,7 @@ def test_rolling_file_size_caps_the_files_of_a_batch(
     table = events_table("sink_db", "rolled", tmp_path / "table", **{"sink.rolling-policy.file-size": "64kb"})
     create_in_hms(hms, table)
 
-    _run_bounded(spark, table, metastore, _event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
 
     for hour in ("00", "01"):
         files = [

@@ -3,6 +3,7 @@ and from Spark SQL."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from sqlext.catalog import Catalog
 from sqlext.metastore.client import MetastoreClient
 from sqlext.parser import CreateDatabase, CreateTable, parse_statements
+from sqlext.table import TableDefinition, TableIdentifier
 from sqlext.types import hive_type
 
 pytestmark = [pytest.mark.hms]
@@ -17,9 +19,20 @@ pytestmark = [pytest.mark.hms]
 SQL_FILES = sorted((Path(__file__).resolve().parent.parent / "sql").glob("*.sql"))
 
 
+def _in_default_database(table: TableDefinition) -> TableDefinition:
+    ident = table.identifier
+    return table if ident.database else replace(table, identifier=TableIdentifier("default", ident.name))
+
+
 def test_the_examples_are_there() -> None:
     names = {f.name for f in SQL_FILES}
-    assert {"demo.sql", "flink_filesystem_docs.sql", "landing_zone.sql", "backfill_batch.sql"} <= names
+    assert {
+        "demo.sql",
+        "flink_filesystem_docs.sql",
+        "flink_hive_streaming_docs.sql",
+        "landing_zone.sql",
+        "backfill_batch.sql",
+    } <= names
 
 
 @pytest.mark.parametrize("sql_file", SQL_FILES, ids=lambda f: f.name)
@@ -31,17 +44,22 @@ def test_tables_of_each_file_round_trip_through_the_metastore(sql_file: Path, hm
     for statement in statements:
         if isinstance(statement, CreateDatabase):
             writer.create_database(statement.name, if_not_exists=True)
-    for create in creates:
-        writer.create_table(create.table, if_not_exists=True)
+    declared_tables = [_in_default_database(create.table) for create in creates]
+    for table in declared_tables:
+        writer.create_table(table, if_not_exists=True)
 
     reader = Catalog(MetastoreClient(hms.uri))  # a new session's view
-    for create in creates:
-        declared = create.table
+    for declared in declared_tables:
         stored = reader.get_table(declared.identifier)
+        if declared.connector == "filesystem" and "path" not in declared.options:  # Hive-dialect DDL
+            assert stored.options["path"].endswith(f"/{declared.identifier.name}")
+            declared = replace(declared, options={**declared.options, "path": stored.options["path"]}, extra={})
         assert stored == declared, f"{declared.identifier} changed on its way through the metastore"
         if declared.connector != "filesystem":
             continue
-        rows = spark.sql(f"DESCRIBE {declared.identifier.database}.{declared.identifier.name}").collect()
+        session = getattr(spark, "_sqlext_session", None)
+        spark_sql = session.spark_sql if session is not None else spark.sql  # Spark's own DESCRIBE
+        rows = spark_sql(f"DESCRIBE {declared.identifier.database}.{declared.identifier.name}").collect()
         names = [r.col_name for r in rows]
         columns = names[: names.index("# Partition Information")] if "# Partition Information" in names else names
         expected = [c.name.lower() for c in declared.data_columns] + [k.lower() for k in declared.partition_keys]

@@ -18,7 +18,7 @@ from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.sink.api import InsertPlan
 from sqlext.sink.commitlog import CommitLog
 from sqlext.sink.filesystem import FileSystemSink
-from tests.support.streams import EVENT_DDL, write_hourly_events
+from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
 from tests.support.waiting import free_port, wait_for
 
@@ -50,20 +50,7 @@ def test_thrift_server_queries_see_committed_partitions_only(
         },
     )
     create_in_hms(hms, table)
-    rows = (
-        spark.readStream.schema(EVENT_DDL)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(input_dir.as_uri())
-        .withWatermark("ts", "0 seconds")
-        .selectExpr(
-            "id",
-            "user_id",
-            "amount",
-            "ts",
-            "date_format(ts, 'yyyy-MM-dd') AS dt",
-            "date_format(ts, 'HH') AS hr",
-        )
-    )
+    rows = hourly_event_stream(spark, input_dir, "0 seconds")
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
     )

@@ -228,17 +228,20 @@ class MetastoreClient:
         """The partitions of those names that exist (missing names are left out)."""
         return _chunked(names, lambda chunk: self.call("get_partitions_by_names", database, table, chunk))
 
-    def add_partitions(self, database: str, table: str, partitions: Sequence[ttypes.Partition]) -> None:
-        """Add partitions, skipping those that exist, in batched calls (``add_partitions_req``)."""
+    def add_partitions(
+        self, database: str, table: str, partitions: Sequence[ttypes.Partition], need_result: bool = False
+    ) -> list[ttypes.Partition]:
+        """Add partitions, skipping those that exist, in batched calls (``add_partitions_req``); with
+        ``need_result``, return the partitions this call added (not those that existed)."""
 
         def add(chunk: list[ttypes.Partition]) -> list[Any]:
             request = ttypes.AddPartitionsRequest(
-                dbName=database, tblName=table, parts=chunk, ifNotExists=True, needResult=False
+                dbName=database, tblName=table, parts=chunk, ifNotExists=True, needResult=need_result
             )
-            self.call("add_partitions_req", request)
-            return []
+            response = self.call("add_partitions_req", request)
+            return list(response.partitions or []) if need_result and response is not None else []
 
-        _chunked(partitions, add)
+        return _chunked(partitions, add)
 
     def alter_partitions(self, database: str, table: str, partitions: Sequence[ttypes.Partition]) -> None:
         """Replace the stored descriptors and parameters of existing partitions, in batched calls.

@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING, Any
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
-from sqlext.fs import FileStatus, FileSystem, join
+from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.sink.escaping import parse_partition_path, partition_path
+from sqlext.sink.files import count_rows, data_files, is_data_file
 from sqlext.sink.policies import PartitionCommitContext
 from sqlext.sink.settings import SPARK_DEFAULT_PARTITION, SinkSettings
 from sqlext.sink.trigger import (
@@ -404,7 +405,7 @@ class BatchCommitter:
 
     def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)
-        files = [f for f in self.fs.list_files(directory, recursive=False) if is_data_file(f.relative)]
+        files = data_files(self.fs, directory)
         rows: int | None = 0
         for status in files:
             count = self._row_counts.get(status.uri)
@@ -473,26 +474,3 @@ class InsertProgress:
         self.files += len(entry.files)
         self.partitions_committed += committed
         self.last_batch = entry.batch
-
-
-def is_data_file(name: str) -> bool:
-    """Readers skip names starting with ``_`` or ``.`` (success files, checksums, staging)."""
-    return not name.rsplit("/", 1)[-1].startswith(("_", "."))
-
-
-def count_rows(fs: FileSystem, status: FileStatus, file_format: str) -> int | None:
-    """Rows in a data file from its footer (parquet, orc); None for formats without one."""
-    try:
-        if file_format == "parquet":
-            import pyarrow.parquet as pq
-
-            with fs.open_input(status.uri) as handle:
-                return int(pq.ParquetFile(handle).metadata.num_rows)
-        if file_format == "orc":
-            import pyarrow.orc as orc
-
-            with fs.open_input(status.uri) as handle:
-                return int(orc.ORCFile(handle).nrows)
-    except OSError as exc:
-        log.warning("cannot read the footer of %s: %s", status.uri, exc)
-    return None

@@ -28,9 +28,13 @@ from sqlext.connectors import filesystem_options as fso
 from sqlext.fs import FileStatus, FileSystem
 from sqlext.loading import load_class
 from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.files import count_rows, data_files
 from sqlext.table import TableDefinition
 
 log = logging.getLogger(__name__)
+
+#: How many times a partition's statistics are re-listed and re-stored while concurrent writers add files.
+SETTLE_ROUNDS = 5
 
 
 @dataclass
@@ -91,16 +95,42 @@ class MetastorePolicy(PartitionCommitPolicy):
             else:
                 stored.parameters = {**(stored.parameters or {}), **statistics(context)}
                 to_alter.append(stored)
-        first.metastore.add_partitions(database, table, to_add)
-        first.metastore.alter_partitions(database, table, to_alter)
+        added = {tuple(p.values) for p in first.metastore.add_partitions(database, table, to_add, need_result=True)}
+        # Added meanwhile by another query writing this table: alter them with our statistics instead.
+        raced = [p for p in to_add if tuple(p.values) not in added]
+        first.metastore.alter_partitions(database, table, [*to_alter, *raced])
+        self._settle(contexts, [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)])
         log.info(
             "metastore: %s.%s partitions added %d, altered %d (%s)",
             database,
             table,
-            len(to_add),
-            len(to_alter),
+            len(added),
+            len(to_alter) + len(raced),
             ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
         )
+
+    @staticmethod
+    def _settle(contexts: Sequence[PartitionCommitContext], stored: Sequence[ttypes.Partition]) -> None:
+        """Another query writing the same partitions may have moved files in after our listing and
+        stored its statistics before ours: list again after storing, and store again until the listing
+        no longer changes, so the last writer's statistics cover every file."""
+        by_values = {tuple(p.values): p for p in stored}
+        for _ in range(SETTLE_ROUNDS):
+            changed = []
+            for context in contexts:
+                now = data_files(context.fs, context.path)
+                if {(f.uri, f.size) for f in now} != {(f.uri, f.size) for f in context.files}:
+                    context.files = now
+                    counts = [count_rows(context.fs, f, context.table.options.get("format", "")) for f in now]
+                    context.row_count = None if None in counts else sum(c or 0 for c in counts)
+                    partition = by_values[tuple(context.values)]
+                    partition.parameters = {**(partition.parameters or {}), **statistics(context)}
+                    changed.append(partition)
+            if not changed:
+                return
+            first = contexts[0]
+            assert first.metastore is not None
+            first.metastore.alter_partitions(first.table.identifier.database, first.table.identifier.name, changed)
 
 
 class SuccessFilePolicy(PartitionCommitPolicy):

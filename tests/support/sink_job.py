@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from sqlext.paths import packaged_conf_dir
 from sqlext.sink.api import InsertPlan
 from sqlext.sink.filesystem import FileSystemSink, running_insert
-from tests.support.streams import EVENT_DDL
+from tests.support.streams import hourly_event_stream
 from tests.support.tables import events_table
 
 QUERY_NAME = "crash_job"
@@ -39,20 +39,7 @@ def main(argv: list[str]) -> int:
         .getOrCreate()
     )
     table = events_table("crash_db", "events", Path(table_path), **options)
-    rows = (
-        spark.readStream.schema(EVENT_DDL)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(Path(input_dir).as_uri())
-        .withWatermark("ts", "0 seconds")
-        .selectExpr(
-            "id",
-            "user_id",
-            "amount",
-            "ts",
-            "date_format(ts, 'yyyy-MM-dd') AS dt",
-            "date_format(ts, 'HH') AS hr",
-        )
-    )
+    rows = hourly_event_stream(spark, Path(input_dir), "0 seconds")
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
     )

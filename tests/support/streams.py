@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,3 +43,14 @@ def write_hourly_events(directory: Path, start: datetime, hours: int, rows_per_h
         os.utime(target, (stamp, stamp))
         next_id += rows_per_hour
     return next_id
+
+
+def hourly_event_stream(spark: Any, input_dir: Path, lateness: str | None = "0 seconds") -> Any:
+    """The event files of ``input_dir`` as a replayable stream, one file per micro-batch, with ``dt``
+    and ``hr`` columns derived from ``ts`` (and a watermark on ``ts`` unless ``lateness`` is None)."""
+    rows = spark.readStream.schema(EVENT_DDL).option("maxFilesPerTrigger", 1).parquet(input_dir.as_uri())
+    if lateness is not None:
+        rows = rows.withWatermark("ts", lateness)
+    return rows.selectExpr(
+        "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
+    )
