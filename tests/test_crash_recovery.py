@@ -27,9 +27,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 ROWS_PER_HOUR = 40
+RANDOM_DB = "random_kill_db"
 
 
-def _run_job(metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None):
+def _run_job(
+    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str = "crash_db"
+):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SQLEXT_FAULT", None)
     if fault:
@@ -43,11 +46,14 @@ def _run_job(metastore: MetastoreSettings, tmp_path: Path, options: dict[str, st
         str(tmp_path / "input"),
         str(tmp_path / "checkpoint"),
         json.dumps(options),
+        database,
     ]
     return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
-def _assert_table_holds_input_exactly_once(hms: MetastoreClient, table_dir: Path, hours: int) -> None:
+def _assert_table_holds_input_exactly_once(
+    hms: MetastoreClient, table_dir: Path, hours: int, database: str = "crash_db"
+) -> None:
     rows = (
         ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True)
         .to_table(columns=["id", "hr"])
@@ -55,9 +61,9 @@ def _assert_table_holds_input_exactly_once(hms: MetastoreClient, table_dir: Path
     )
     ids = sorted(row["id"] for row in rows)
     assert ids == list(range(hours * ROWS_PER_HOUR)), "rows lost or duplicated"
-    names = sorted(hms.get_partition_names("crash_db", "events"))
+    names = sorted(hms.get_partition_names(database, "events"))
     assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
-    for partition in hms.get_partitions_by_names("crash_db", "events", names):
+    for partition in hms.get_partitions_by_names(database, "events", names):
         directory = table_dir / f"dt={partition.values[0]}" / f"hr={partition.values[1]}"
         data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
         assert (directory / "_SUCCESS").is_file()
@@ -103,7 +109,7 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
     hours = 10
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
     options = {"sink.parallelism": "2"}
-    create_in_hms(hms, events_table("crash_db", "events", tmp_path / "table", **options))
+    create_in_hms(hms, events_table(RANDOM_DB, "events", tmp_path / "table", **options))
     log = CommitLog(FileSystem((tmp_path / "table").as_uri()), (tmp_path / "table").as_uri())
     chance = random.Random(20261122)  # fixed seed: the same kill moments on every run
     command = [
@@ -115,6 +121,7 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
         str(tmp_path / "input"),
         str(tmp_path / "checkpoint"),
         json.dumps(options),
+        RANDOM_DB,
     ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SQLEXT_FAULT", None)
@@ -130,7 +137,7 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
             process.send_signal(signal.SIGKILL)
         finally:
             process.wait(timeout=60)
-    finished = _run_job(metastore, tmp_path, options, None)
+    finished = _run_job(metastore, tmp_path, options, None, RANDOM_DB)
     assert finished.returncode == 0, finished.stderr[-3000:]
 
-    _assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours)
+    _assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours, RANDOM_DB)

@@ -1,7 +1,7 @@
 """A driver process that streams hourly event files into a sqlext table and exits when the input is
 consumed: the process crash tests kill (fault points) and restart.
 
-Usage: python -m tests.support.sink_job METASTORE_URI TABLE_PATH INPUT_DIR CHECKPOINT_DIR [OPTIONS_JSON]
+Usage: python -m tests.support.sink_job METASTORE_URI TABLE_PATH INPUT_DIR CHECKPOINT_DIR [OPTIONS_JSON [DATABASE]]
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def main(argv: list[str]) -> int:
         .enableHiveSupport()
         .getOrCreate()
     )
-    table = events_table("crash_db", "events", Path(table_path), **options)
+    database = argv[5] if len(argv) > 5 else "crash_db"
+    table = events_table(database, "events", Path(table_path), **options)
     rows = hourly_event_stream(spark, Path(input_dir), "0 seconds")
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
