@@ -123,11 +123,12 @@ def _driver_path(args: argparse.Namespace) -> int:
 
 
 def _connectors(args: argparse.Namespace) -> int:
-    from sqlext.connectors.reference import render_one
+    """``sqlext connectors``: identifiers with a line each; ``sqlext connectors NAME``: its options."""
+    from sqlext.connectors.reference import render_reference
     from sqlext.registry import factories
 
     if args.name:
-        print(render_one(args.name), end="")
+        print(render_reference(args.name), end="")
     else:
         for name, factory in sorted(factories().items()):
             print(f"{name:<12} {factory.description}")

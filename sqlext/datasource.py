@@ -31,7 +31,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from sqlext.errors import ValidationError
+from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.fs import FileSystem, join
 from sqlext.sink.committer import BatchCommitter, BatchInfo, StagedFile
 from sqlext.sink.settings import SinkSettings
@@ -80,13 +80,13 @@ def load_sink_table(metastore_uri: str, ident: TableIdentifier) -> TableDefiniti
     from sqlext.metastore.client import MetastoreClient
 
     with MetastoreClient(metastore_uri) as client:
-        catalog = Catalog(client)
-        if not catalog.table_exists(ident):
+        try:
+            table = Catalog(client).get_table(ident)
+        except TableNotFoundError as exc:
             raise ValidationError(
-                f"format('sqlext'): table {ident} does not exist in the metastore at {metastore_uri}; "
-                "create it with sqlext DDL (CREATE TABLE ... WITH ('connector' = 'filesystem', ...)) first."
-            )
-        table = catalog.get_table(ident)
+                f"format('sqlext'): {exc.message} Create the table with sqlext DDL (CREATE TABLE ... WITH "
+                f"('connector' = 'filesystem', ...)) in the metastore at {metastore_uri} first."
+            ) from None
     fmt = table.options.get("format")
     if table.connector != "filesystem" or fmt not in _WRITABLE_FORMATS:
         raise ValidationError(

@@ -84,6 +84,7 @@ def format_duration(value: timedelta) -> str:
 
 
 def format_memory_size(value: int) -> str:
+    """The shortest Flink form of a memory size: ``'128mb'``, ``'1gb'``, ``'100b'``."""
     for unit, size in (("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
         if value % size == 0:
             return f"{value // size}{unit}"
@@ -179,10 +180,12 @@ class ConfigOption(Generic[T]):
         return value
 
     def matches(self, key: str) -> bool:
+        """Whether ``key`` is this option (or one of its family, for a prefix option)."""
         return key.startswith(self.key) if self.prefix else key == self.key
 
     @property
     def default_text(self) -> str:
+        """The default as written in DDL, or ``(none)``."""
         return "(none)" if self.default is None else self.type.render(self.default)
 
 
@@ -193,6 +196,7 @@ def positive(value: Any) -> str | None:
 
 
 def non_negative(value: Any) -> str | None:
+    """Constraint: a number, or a duration, zero or greater."""
     amount = value.total_seconds() if isinstance(value, timedelta) else value
     return None if amount >= 0 else "It must not be negative."
 
@@ -210,6 +214,7 @@ class Options:
         return option.default  # type: ignore[return-value]
 
     def require(self, option: ConfigOption[T]) -> T:
+        """The parsed value of an option that must be set (or have a default)."""
         value = self.get(option)
         if value is None:
             raise OptionError(f"Missing required option '{option.key}'.", option=option.key)
@@ -227,28 +232,44 @@ def validate(
     optional: Sequence[ConfigOption[Any]],
     ignored_keys: Iterable[str] = ("connector",),
 ) -> None:
-    """Check raw options against declarations, with Flink's wording for each failure."""
+    """Check raw options against declarations, in Flink's order and with Flink's wording.
+
+    1. required options that are missing ("One or more required options are missing. ...");
+    2. values that do not parse or break a constraint ("Invalid value for option 'k': 'v'. Expected ...");
+    3. keys no declaration knows ("Unsupported options found for 'x'. ... Supported options: ..."), each
+       with the closest supported key when one is close.
+
+    Keys of prefix declarations (``csv.``, ``fields.``) are not parsed here: their connector checks them.
+    """
     declared = [*required, *optional]
-    missing = [option.key for option in required if option.key not in raw]
+    missing = sorted(option.key for option in required if option.key not in raw)
     if missing:
         raise OptionError(
-            "One or more required options are missing.\n\nMissing required options are:\n\n"
-            + "\n".join(sorted(missing)),
+            "One or more required options are missing.\n\nMissing required options are:\n\n" + "\n".join(missing),
             option=missing[0],
-        )
-    ignored = set(ignored_keys)
-    unknown = [key for key in raw if key not in ignored and not any(o.matches(key) for o in declared)]
-    if unknown:
-        supported = sorted({*ignored, *(o.key + ("*" if o.prefix else "") for o in declared)})
-        hint = did_you_mean(unknown[0], [o.key for o in declared])
-        raise OptionError(
-            f"Unsupported options found for '{identifier}'.\n\nUnsupported options:\n\n"
-            + "\n".join(sorted(unknown))
-            + f"\n\nSupported options:\n\n{chr(10).join(supported)}\n{hint.strip()}".rstrip(),
-            option=unknown[0],
-            value=raw[unknown[0]],
         )
     for key, value in raw.items():
         for option in declared:
-            if option.matches(key) and not option.prefix:
+            if not option.prefix and option.key == key:
                 option.parse(value, key)
+    ignored = set(ignored_keys)
+    unknown = sorted(key for key in raw if key not in ignored and not any(o.matches(key) for o in declared))
+    if unknown:
+        raise OptionError(
+            _unsupported_message(identifier, unknown, declared, ignored), option=unknown[0], value=raw[unknown[0]]
+        )
+
+
+def _unsupported_message(
+    identifier: str, unknown: Sequence[str], declared: Sequence[ConfigOption[Any]], ignored: Iterable[str]
+) -> str:
+    supported = sorted({*ignored, *(option.key + ("*" if option.prefix else "") for option in declared)})
+    keys = [option.key for option in declared if not option.prefix]
+    hints = [f"{key}:{did_you_mean(key, keys)}" for key in unknown if did_you_mean(key, keys)]
+    message = (
+        f"Unsupported options found for '{identifier}'.\n\nUnsupported options:\n\n"
+        + "\n".join(unknown)
+        + "\n\nSupported options:\n\n"
+        + "\n".join(supported)
+    )
+    return message + ("\n\n" + "\n".join(hints) if hints else "")

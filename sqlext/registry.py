@@ -1,9 +1,11 @@
 """Connector factories by identifier (Flink's ``FactoryUtil`` + SPI discovery).
 
 Built-ins: ``filesystem``, ``datagen``, ``print``, ``blackhole``. Third-party connectors register a
-:class:`ConnectorFactory` subclass under the Python entry point group ``sqlext.connectors``; they are
-loaded lazily, the first time an identifier is looked up or listed. Two factories claiming one
-identifier is an error naming both.
+:class:`ConnectorFactory` subclass under the Python entry point group ``sqlext.connectors``
+(``my-store = my_package.connector:MyStoreFactory``). Discovery is lazy twice over: entry points are read
+the first time an identifier is looked up or listed, and a factory's module is imported only when that
+factory is needed. Two factories claiming one identifier is an error naming both, raised when that
+identifier is looked up (or when every factory is loaded, as the options reference does).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from sqlext.sink.api import TableSink
 
 ENTRY_POINT_GROUP = "sqlext.connectors"
+#: Flink's name for what a connector factory is; kept in messages so Flink users recognise them.
+FACTORY_KIND = "DynamicTableFactory"
 
 BUILT_INS = {
     "filesystem": "sqlext.connectors.filesystem:FileSystemTableFactory",
@@ -36,6 +40,8 @@ BUILT_INS = {
 
 @dataclass(frozen=True)
 class SourceContext:
+    """What a factory gets to build a source: a streaming DataFrame when ``streaming``, else a bounded one."""
+
     spark: SparkSession
     table: TableDefinition
     streaming: bool
@@ -43,6 +49,8 @@ class SourceContext:
 
 @dataclass(frozen=True)
 class SinkContext:
+    """What a factory gets to build a sink; ``catalog`` and ``config`` are the session's (may be None)."""
+
     spark: SparkSession
     table: TableDefinition
     catalog: Any
@@ -50,102 +58,137 @@ class SinkContext:
 
 
 class ConnectorFactory(ABC):
-    """Builds sources and sinks for tables whose ``connector`` option is :attr:`identifier`."""
+    """Builds sources and sinks for tables whose ``connector`` option is :attr:`identifier`.
+
+    Subclasses declare their options (:meth:`required_options`, :meth:`optional_options`); the default
+    :meth:`validate` checks a table's options against them with Flink's wording, and subclasses add
+    checks that span options. A factory that is only a source (or only a sink) leaves the other
+    ``create_*`` method alone: it refuses with a :class:`ValidationError`.
+    """
 
     identifier: ClassVar[str]
+    #: One line for ``sqlext connectors`` and the options reference.
     description: ClassVar[str] = ""
 
     def required_options(self) -> Sequence[ConfigOption[Any]]:
+        """Options every table of this connector must set."""
         return ()
 
     def optional_options(self) -> Sequence[ConfigOption[Any]]:
+        """Options a table of this connector may set."""
         return ()
 
     def validate(self, table: TableDefinition) -> None:
-        """Check the table's options (Flink's wording for unknown, missing and bad values)."""
+        """Check the table's options (Flink's wording for missing, unparsable and unknown options)."""
         validate(self.identifier, table.options, self.required_options(), self.optional_options())
 
     def is_bounded(self, table: TableDefinition) -> bool:
-        """Whether the source ends by itself (a streaming insert from it ends and commits everything)."""
+        """Whether the source ends by itself. A streaming insert reading only bounded sources runs with
+        Spark's ``availableNow`` trigger: it reads everything, commits every partition and ends."""
         return False
 
     def create_source(self, context: SourceContext) -> DataFrame:
-        raise ValidationError(f"Connector '{self.identifier}' cannot be used as a source ({context.table.identifier}).")
+        """The table's rows: a streaming DataFrame when ``context.streaming``, else a bounded one."""
+        raise ValidationError(
+            f"connector '{self.identifier}' cannot be used as a source (table {context.table.identifier}).",
+            option="connector",
+            value=self.identifier,
+        )
 
     def create_sink(self, context: SinkContext) -> TableSink:
-        raise ValidationError(f"Connector '{self.identifier}' cannot be used as a sink ({context.table.identifier}).")
+        """A sink writing rows into the table."""
+        raise ValidationError(
+            f"connector '{self.identifier}' cannot be used as a sink (table {context.table.identifier}).",
+            option="connector",
+            value=self.identifier,
+        )
 
 
-_factories: dict[str, ConnectorFactory] | None = None
+_references: dict[str, list[str]] | None = None
+_loaded: dict[str, ConnectorFactory] = {}
 
 
-def _load(reference: str) -> ConnectorFactory:
+def _discover() -> dict[str, list[str]]:
+    """Identifier -> ``module:Class`` references (built-ins first), read once; imports nothing."""
+    global _references
+    if _references is None:
+        found: dict[str, list[str]] = {identifier: [reference] for identifier, reference in BUILT_INS.items()}
+        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+            references = found.setdefault(entry.name, [])
+            if entry.value not in references:  # one distribution seen twice on sys.path is not a conflict
+                references.append(entry.value)
+        _references = found
+    return _references
+
+
+def _load(identifier: str, reference: str) -> ConnectorFactory:
     module_name, _, class_name = reference.partition(":")
-    factory_class = getattr(importlib.import_module(module_name), class_name)
+    try:
+        factory_class = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise FactoryError(
+            f"Could not load the factory '{reference}' registered for identifier '{identifier}': {exc}",
+            value=identifier,
+        ) from exc
     if not (isinstance(factory_class, type) and issubclass(factory_class, ConnectorFactory)):
-        raise FactoryError(f"'{reference}' is not a sqlext ConnectorFactory.")
+        raise FactoryError(f"'{reference}' (identifier '{identifier}') is not a sqlext ConnectorFactory.")
+    declared = getattr(factory_class, "identifier", None)
+    if declared != identifier:
+        raise FactoryError(f"Factory '{reference}' is registered as '{identifier}' but its identifier is '{declared}'.")
     return factory_class()
 
 
-def _discover() -> dict[str, ConnectorFactory]:
-    sources: dict[str, list[str]] = {}
-    for identifier, reference in BUILT_INS.items():
-        sources.setdefault(identifier, []).append(reference)
-    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        sources.setdefault(entry.name, []).append(entry.value)
-    duplicated = {identifier: refs for identifier, refs in sources.items() if len(set(refs)) > 1}
-    if duplicated:
-        identifier, refs = next(iter(duplicated.items()))
+def _single_reference(identifier: str, references: list[str]) -> str:
+    if len(references) > 1:
         raise FactoryError(
-            f"Multiple factories for identifier '{identifier}' that implement 'ConnectorFactory' found:\n\n"
-            + "\n".join(sorted(set(refs)))
-        )
-    factories = {}
-    for identifier, refs in sources.items():
-        factory = _load(refs[0])
-        if getattr(factory, "identifier", identifier) != identifier:
-            raise FactoryError(f"Factory '{refs[0]}' is registered as '{identifier}' but says '{factory.identifier}'.")
-        factories[identifier] = factory
-    return factories
-
-
-def factories() -> dict[str, ConnectorFactory]:
-    """Every known factory by identifier (discovered once, on first use)."""
-    global _factories
-    if _factories is None:
-        _factories = _discover()
-    return _factories
-
-
-def reset_discovery() -> None:
-    """Forget discovered factories (after installing a connector at run time, and in tests)."""
-    global _factories
-    _factories = None
-
-
-def available_identifiers() -> list[str]:
-    return sorted(factories())
-
-
-def find_factory(identifier: str) -> ConnectorFactory:
-    found = factories().get(identifier)
-    if found is None:
-        available = available_identifiers()
-        raise FactoryError(
-            f"Could not find any factory for identifier '{identifier}' that implements 'ConnectorFactory'."
-            f"{did_you_mean(identifier, available)}\n\nAvailable factory identifiers are:\n\n" + "\n".join(available),
+            f"Multiple factories for identifier '{identifier}' that implement '{FACTORY_KIND}' found in the "
+            "classpath.\n\nAmbiguous factory classes are:\n\n" + "\n".join(sorted(references)),
             option="connector",
             value=identifier,
         )
-    return found
+    return references[0]
+
+
+def available_identifiers() -> list[str]:
+    """Every known identifier, sorted (reads entry points; imports no connector module)."""
+    return sorted(_discover())
+
+
+def find_factory(identifier: str) -> ConnectorFactory:
+    """The factory for ``identifier``, imported on first use.
+
+    Raises :class:`FactoryError` with Flink's wording when no factory, or more than one, answers.
+    """
+    if identifier in _loaded:
+        return _loaded[identifier]
+    references = _discover().get(identifier)
+    if not references:
+        available = available_identifiers()
+        raise FactoryError(
+            f"Could not find any factory for identifier '{identifier}' that implements '{FACTORY_KIND}' in the "
+            "classpath.\n\nAvailable factory identifiers are:\n\n"
+            + "\n".join(available)
+            + (f"\n\n{did_you_mean(identifier, available).strip()}" if did_you_mean(identifier, available) else ""),
+            option="connector",
+            value=identifier,
+        )
+    factory = _load(identifier, _single_reference(identifier, references))
+    _loaded[identifier] = factory
+    return factory
+
+
+def factories() -> dict[str, ConnectorFactory]:
+    """Every known factory by identifier (imports them all; for listings and the options reference)."""
+    return {identifier: find_factory(identifier) for identifier in available_identifiers()}
 
 
 def factory_for(table: TableDefinition) -> ConnectorFactory:
+    """The factory named by the table's ``connector`` option."""
     identifier = table.connector
     if not identifier:
         raise ValidationError(
             f"Table options of {table.identifier} do not contain an option key 'connector' for discovering a "
-            f"connector. Available identifiers: {', '.join(available_identifiers())}.",
+            "connector.\n\nAvailable factory identifiers are:\n\n" + "\n".join(available_identifiers()),
             option="connector",
         )
     return find_factory(identifier)
@@ -154,3 +197,10 @@ def factory_for(table: TableDefinition) -> ConnectorFactory:
 def validate_table(table: TableDefinition) -> None:
     """Validate a table's options through its connector (at CREATE, ALTER and INSERT)."""
     factory_for(table).validate(table)
+
+
+def reset_discovery() -> None:
+    """Forget discovered entry points and loaded factories (after installing a connector at run time)."""
+    global _references
+    _references = None
+    _loaded.clear()

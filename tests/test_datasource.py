@@ -101,3 +101,39 @@ def test_partition_time_uses_the_event_time_seen_by_previous_batches_minus_laten
         "dt=2026-11-22/hr=00",
         "dt=2026-11-22/hr=01",
     ]
+
+
+def test_register_resolves_the_table_and_refuses_unknown_or_non_sqlext_tables(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    from pyspark.errors import PySparkException
+
+    import sqlext
+
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=1, rows_per_hour=10)
+    table = events_table("ds_db", "registered", tmp_path / "table")
+    create_in_hms(hms, table)
+    sqlext.register(spark)
+    sqlext.register(spark)  # idempotent
+
+    def start(name: str) -> Any:
+        return (
+            hourly_event_stream(spark, tmp_path / "input", None)
+            .writeStream.format("sqlext")
+            .option("table", name)
+            .option("checkpointLocation", (tmp_path / f"cp-{name}").as_uri())
+            .trigger(availableNow=True)
+            .start()
+        )
+
+    for missing, reason in (("ds_db.nope", "does not exist"), ("default.plain_hive", "not created by sqlext")):
+        if missing == "default.plain_hive":
+            spark.sql("CREATE TABLE IF NOT EXISTS default.plain_hive (a INT) STORED AS PARQUET")
+        with pytest.raises((PySparkException, Exception)) as failure:
+            start(missing).awaitTermination()
+        assert missing.split(".")[1] in str(failure.value) and reason in str(failure.value)
+
+    query = start("ds_db.registered")
+    query.awaitTermination()
+    assert query.exception() is None
+    assert hms.get_partition_names("ds_db", "registered") == ["dt=2026-11-22/hr=00"]

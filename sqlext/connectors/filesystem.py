@@ -1,17 +1,38 @@
-"""The ``filesystem`` connector: files under ``path`` in ``format``, partitioned Hive-style."""
+"""The ``filesystem`` connector (Flink's ``FileSystemTableFactory``): files under ``path`` in ``format``,
+partitioned Hive-style (``k=v`` directories).
+
+As a source:
+
+- bounded without ``source.monitor-interval``: a batch read (``spark.read``) of the files there; in a
+  streaming insert the same table is read by a file stream that the insert runs with Spark's
+  ``availableNow`` trigger (see :meth:`ConnectorFactory.is_bounded`), so it reads what is there and ends;
+- unbounded with ``source.monitor-interval``: a file stream (``spark.readStream``) that picks up new files
+  and new partition directories. Spark lists the directory once per micro-batch, so the insert's trigger
+  interval (``execution.checkpointing.interval``), not the monitor interval, paces the listing;
+- partition columns come from ``k=v`` directories (read as strings, then cast to the column type);
+  ``__HIVE_DEFAULT_PARTITION__`` and the table's ``partition.default-name`` read as NULL;
+- ``source.path.regex-pattern`` must match the whole path of a file (its URI path, decoded, as Flink
+  matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
+- metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
+  Spark's hidden ``_metadata`` column;
+- format options lose their prefix and take Spark's names (see :func:`reader_options`).
+
+As a sink it is :class:`sqlext.sink.filesystem.FileSystemSink` (partition commit and all).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import OptionError
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SinkContext, SourceContext
-from sqlext.table import TableDefinition
+from sqlext.table import Column, TableDefinition
 
 if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame
 
     from sqlext.sink.api import TableSink
@@ -23,17 +44,23 @@ METADATA_FIELDS = {
     "file.size": "file_size",
     "file.modification-time": "file_modification_time",
 }
-#: Flink csv/json option names -> Spark reader options.
-_READER_OPTIONS = {
-    "field-delimiter": ("sep", None),
-    "quote-character": ("quote", None),
-    "null-literal": ("nullValue", None),
-    "allow-comments": ("comment", "#"),
-    "ignore-parse-errors": ("mode", "DROPMALFORMED"),
+#: Flink csv/json option names -> Spark reader option names (values unchanged).
+_RENAMED = {
+    "field-delimiter": "sep",
+    "quote-character": "quote",
+    "escape-character": "escape",
+    "null-literal": "nullValue",
+}
+#: Flink json ``timestamp-format.standard`` -> Spark's ``timestampFormat``.
+_JSON_TIMESTAMP_FORMATS = {
+    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]",
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS]",
 }
 
 
 class FileSystemTableFactory(ConnectorFactory):
+    """Files (parquet, orc, csv, json) under a path; source and sink."""
+
     identifier = "filesystem"
     description = "Files (parquet, orc, csv, json) under a path, Hive-style partitions; source and sink."
 
@@ -44,17 +71,14 @@ class FileSystemTableFactory(ConnectorFactory):
         return fso.OPTIONAL_OPTIONS
 
     def validate(self, table: TableDefinition) -> None:
+        """Declared options, then: format options only for the table's format, a class for each
+        ``custom`` kind, and metadata columns the connector offers."""
         super().validate(table)
         options = Options(table.options)
-        fmt = options.require(fso.FORMAT)
-        for key in table.options:
-            prefix = key.split(".", 1)[0]
-            if prefix in fso.FORMATS and prefix != fmt and key != "path":
-                raise OptionError(
-                    f"Option '{key}' is for format '{prefix}', but the table's format is '{fmt}'.", option=key
-                )
-        kinds = options.get(fso.COMMIT_POLICY_KIND) or []
-        if fso.POLICY_CUSTOM in kinds and not options.get(fso.COMMIT_POLICY_CLASS):
+        _check_format_options(table.options, options.require(fso.FORMAT))
+        if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
+            fso.COMMIT_POLICY_CLASS
+        ):
             raise OptionError(
                 "sink.partition-commit.policy.kind includes 'custom', so 'sink.partition-commit.policy.class' "
                 "is required.",
@@ -74,54 +98,114 @@ class FileSystemTableFactory(ConnectorFactory):
                 )
 
     def is_bounded(self, table: TableDefinition) -> bool:
+        """Bounded unless ``source.monitor-interval`` is set."""
         return Options(table.options).get(fso.SOURCE_MONITOR_INTERVAL) is None
 
     def create_source(self, context: SourceContext) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        from sqlext.types import spark_type
-
+        """A (streaming when ``context.streaming``) read of the table's files; see the module docstring."""
         table = context.table
         options = Options(table.options)
         fmt = options.require(fso.FORMAT)
-        physical = table.physical_columns
-        schema = ", ".join(f"`{c.name}` {spark_type(c.type)}" for c in physical)
-        reader_options = _reader_options(fmt, options.with_prefix(f"{fmt}."))
+        reader_opts = reader_options(fmt, options.with_prefix(f"{fmt}."))
         if context.streaming:
             reader: Any = context.spark.readStream
             max_files = options.get(fso.SOURCE_MAX_FILES_PER_TRIGGER)
             if max_files:
-                reader_options["maxFilesPerTrigger"] = str(max_files)
+                reader_opts["maxFilesPerTrigger"] = str(max_files)
         else:
             reader = context.spark.read
-        frame = reader.format(fmt).schema(schema).options(**reader_options).load(options.require(fso.PATH))
+        schema = _read_schema(table)
+        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
         pattern = options.get(fso.SOURCE_PATH_REGEX)
         if pattern:
-            frame = frame.where(F.col("_metadata.file_path").rlike(pattern))
-        selected = []
-        for column in table.columns:
-            if column.metadata_key:
-                field = F.col(f"_metadata.{METADATA_FIELDS[column.metadata_key]}")
-                selected.append(field.cast(spark_type(column.type)).alias(column.name))
-            elif column.is_physical:
-                selected.append(F.col(f"`{column.name}`"))
-        return frame.select(*selected)
+            frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
+        default_name = options.get(fso.PARTITION_DEFAULT_NAME)
+        return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)))
 
     def create_sink(self, context: SinkContext) -> TableSink:
+        """The partition-committing file sink."""
         from sqlext.sink.filesystem import FileSystemSink
 
         return FileSystemSink(context)
 
 
-def _reader_options(fmt: str, format_options: dict[str, str]) -> dict[str, str]:
+def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str]:
+    """Spark reader options from a table's format options (prefix already stripped).
+
+    csv and json: ``field-delimiter`` -> ``sep``, ``quote-character`` -> ``quote``, ``escape-character``
+    -> ``escape``, ``null-literal`` -> ``nullValue``, ``allow-comments=true`` -> ``comment='#'``,
+    ``disable-quote-character=true`` -> ``quote=''``, json ``timestamp-format.standard`` ->
+    ``timestampFormat``; a malformed record fails the read (``mode=FAILFAST``) as in Flink, unless
+    ``ignore-parse-errors=true`` (``mode=DROPMALFORMED``). Other keys, and every parquet/orc option,
+    pass through unchanged.
+    """
     if fmt not in ("csv", "json"):
         return dict(format_options)
-    mapped = {}
+    mapped = {"mode": "FAILFAST"}
     for key, value in format_options.items():
-        spark_key, fixed = _READER_OPTIONS.get(key, (key, None))
-        if key in ("allow-comments", "ignore-parse-errors"):
-            if value.lower() == "true":
-                mapped[spark_key] = fixed or value
+        enabled = value.strip().lower() == "true"
+        if key == "ignore-parse-errors":
+            mapped["mode"] = "DROPMALFORMED" if enabled else "FAILFAST"
+        elif key == "allow-comments":
+            if enabled:
+                mapped["comment"] = "#"
+        elif key == "disable-quote-character":
+            if enabled:
+                mapped["quote"] = ""
+        elif key == "timestamp-format.standard":
+            mapped["timestampFormat"] = _JSON_TIMESTAMP_FORMATS.get(value.strip().upper(), value)
         else:
-            mapped[spark_key] = value
+            mapped[_RENAMED.get(key, key)] = value
     return mapped
+
+
+def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:
+    for key in raw:
+        prefix = key.split(".", 1)[0]
+        if prefix in fso.FORMATS and prefix != fmt:
+            raise OptionError(
+                f"Option '{key}' is for format '{prefix}', but the table's format is '{fmt}'.", option=key
+            )
+
+
+def _spark_type(flink_type: str) -> str:
+    from sqlext.types import spark_type
+
+    return spark_type(flink_type)
+
+
+def _is_partition_key(column: Column, table: TableDefinition) -> bool:
+    return column.name.lower() in {key.lower() for key in table.partition_keys}
+
+
+def _source_columns(table: TableDefinition) -> list[Column]:
+    return [column for column in table.columns if column.is_physical or column.metadata_key]
+
+
+def _read_schema(table: TableDefinition) -> str:
+    """The physical columns as a Spark DDL schema; partition keys as strings (cast after NULL mapping)."""
+    return ", ".join(
+        f"`{c.name}` {'string' if _is_partition_key(c, table) else _spark_type(c.type)}" for c in table.physical_columns
+    )
+
+
+def _file_path_of_uri() -> SparkColumn:
+    """The decoded path part of ``_metadata.file_path`` (a URI such as ``file:///data/t/part-0``)."""
+    from pyspark.sql import functions as F
+
+    path = F.regexp_replace(F.col("_metadata.file_path"), r"^[A-Za-z][A-Za-z0-9+.\-]*:(//[^/]*)?", "")
+    return F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
+
+
+def _output_column(column: Column, table: TableDefinition, default_name: str) -> SparkColumn:
+    from pyspark.sql import functions as F
+
+    if column.metadata_key:
+        value = F.col(f"_metadata.{METADATA_FIELDS[column.metadata_key]}")
+        return value.cast(_spark_type(column.type)).alias(column.name)
+    value = F.col(f"`{column.name}`")
+    if not _is_partition_key(column, table):
+        return value
+    names = {default_name, fso.HIVE_DEFAULT_PARTITION}
+    as_null = F.when(value.isin(*names), F.lit(None)).otherwise(value)
+    return as_null.cast(_spark_type(column.type)).alias(column.name)

@@ -2,12 +2,16 @@
 
     python -m sqlext.connectors.reference > docs/connectors.md
 
+The full document covers the built-in connectors (so it does not depend on what else is installed);
+``render_reference(NAME)`` and ``sqlext connectors NAME`` cover any discovered connector. A test in
 ``tests/test_registry.py`` fails when docs/connectors.md drifts from this output.
 """
 
 from __future__ import annotations
 
-from sqlext.registry import ConnectorFactory, factories, find_factory
+import sys
+
+from sqlext.registry import BUILT_INS, ConnectorFactory, find_factory
 
 
 def _escape(text: str) -> str:
@@ -15,10 +19,13 @@ def _escape(text: str) -> str:
 
 
 def render_connector(factory: ConnectorFactory) -> str:
+    """One connector's section: identifier, description and a table of its options."""
     lines = [f"## {factory.identifier}", "", factory.description, ""]
-    lines += ["| option | required | type | default | description |", "|---|---|---|---|---|"]
     required = [(o, "yes") for o in factory.required_options()]
     optional = [(o, "no") for o in factory.optional_options()]
+    if not required and not optional:
+        return "\n".join([*lines, "No options besides `connector`."]) + "\n"
+    lines += ["| option | required | type | default | description |", "|---|---|---|---|---|"]
     for option, needed in [*required, *optional]:
         key = f"{option.key}*" if option.prefix else option.key
         lines.append(
@@ -28,20 +35,30 @@ def render_connector(factory: ConnectorFactory) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_reference() -> str:
-    """Markdown for every built-in and discovered connector."""
+def render_reference(identifier: str | None = None) -> str:
+    """Markdown for one connector (any discovered identifier), or the document of the built-in ones."""
+    if identifier is not None:
+        return render_connector(find_factory(identifier))
     header = (
         "# Connector options\n\n"
         "Generated from the option declarations (`python -m sqlext.connectors.reference > docs/connectors.md`);\n"
         "`sqlext connectors NAME` prints the same for one connector. Options ending in `*` are families\n"
         "(any key with that prefix).\n"
     )
-    return header + "\n" + "\n".join(render_connector(factories()[name]) for name in sorted(factories()))
+    return header + "\n" + "\n".join(render_connector(find_factory(name)) for name in sorted(BUILT_INS))
 
 
 def render_one(identifier: str) -> str:
-    return render_connector(find_factory(identifier))
+    """Markdown for one connector (``sqlext connectors NAME``)."""
+    return render_reference(identifier)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sqlext.connectors.reference [NAME]``: print the reference (of one connector)."""
+    args = sys.argv[1:] if argv is None else argv
+    print(render_reference(args[0] if args else None), end="")
+    return 0
 
 
 if __name__ == "__main__":
-    print(render_reference(), end="")
+    sys.exit(main())
