@@ -30,24 +30,23 @@ ROWS_PER_HOUR = 40
 RANDOM_DB = "random_kill_db"
 
 
-def _run_job(
-    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str = "crash_db"
-):
+def _job(
+    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str
+) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of one run of tests/support/sink_job.py."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SQLEXT_FAULT", None)
     if fault:
         env["SQLEXT_FAULT"] = fault
-    command = [
-        sys.executable,
-        "-m",
-        "tests.support.sink_job",
-        metastore.uri,
-        str(tmp_path / "table"),
-        str(tmp_path / "input"),
-        str(tmp_path / "checkpoint"),
-        json.dumps(options),
-        database,
-    ]
+    directories = [str(tmp_path / name) for name in ("table", "input", "checkpoint")]
+    command = [sys.executable, "-m", "tests.support.sink_job", metastore.uri, *directories, json.dumps(options)]
+    return [*command, database], env
+
+
+def _run_job(
+    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str = "crash_db"
+) -> subprocess.CompletedProcess[str]:
+    command, env = _job(metastore, tmp_path, options, fault, database)
     return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -112,19 +111,7 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
     create_in_hms(hms, events_table(RANDOM_DB, "events", tmp_path / "table", **options))
     log = CommitLog(FileSystem((tmp_path / "table").as_uri()), (tmp_path / "table").as_uri())
     chance = random.Random(20261122)  # fixed seed: the same kill moments on every run
-    command = [
-        sys.executable,
-        "-m",
-        "tests.support.sink_job",
-        metastore.uri,
-        str(tmp_path / "table"),
-        str(tmp_path / "input"),
-        str(tmp_path / "checkpoint"),
-        json.dumps(options),
-        RANDOM_DB,
-    ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("SQLEXT_FAULT", None)
+    command, env = _job(metastore, tmp_path, options, None, RANDOM_DB)
     for run in range(3):
         # Kill once the log has seen a random number of new batches, a random fraction of a second later:
         # somewhere inside the write, the moves or the partition commit of the next batch.
