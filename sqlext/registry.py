@@ -164,11 +164,12 @@ def find_factory(identifier: str) -> ConnectorFactory:
     references = _discover().get(identifier)
     if not references:
         available = available_identifiers()
+        hint = did_you_mean(identifier, available).strip()
         raise FactoryError(
             f"Could not find any factory for identifier '{identifier}' that implements '{FACTORY_KIND}' in the "
             "classpath.\n\nAvailable factory identifiers are:\n\n"
             + "\n".join(available)
-            + (f"\n\n{did_you_mean(identifier, available).strip()}" if did_you_mean(identifier, available) else ""),
+            + (f"\n\n{hint}" if hint else ""),
             option="connector",
             value=identifier,
         )

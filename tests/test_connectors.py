@@ -136,6 +136,11 @@ def test_datagen_field_options_are_checked(options: dict[str, str], message: str
     assert message in failure.value.message
 
 
+def test_datagen_offers_no_metadata_columns() -> None:
+    with pytest.raises(OptionError, match=r"reads metadata 'file\.path', but the datagen connector offers no metadata"):
+        validate_table(_table("gen", "a INT, f STRING METADATA file.path", connector="datagen"))
+
+
 def test_datagen_rejects_types_it_cannot_generate() -> None:
     with pytest.raises(OptionError, match=r"cannot generate field 'm' of type MAP<STRING,INT>"):
         validate_table(

@@ -262,6 +262,13 @@ class DataGenTableFactory(ConnectorFactory):
         """Declared options, then each ``fields.<f>.<option>``: a column, an option of its kind and type,
         a value of the option's form."""
         super().validate(table)
+        for column in table.columns:
+            if column.metadata_key:
+                raise OptionError(
+                    f"Column '{column.name}' reads metadata '{column.metadata_key}', but the datagen connector "
+                    "offers no metadata.",
+                    value=column.metadata_key,
+                )
         field_specs(table)
 
     def row_count(self, table: TableDefinition) -> int | None:
