@@ -55,14 +55,31 @@ class FlinkParser(SparkParser):
     }
     SCHEMA_UNNAMED_CONSTRAINTS = {*SparkParser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}  # noqa: RUF012
 
+    def _parse_types(
+        self,
+        check_func: bool = False,
+        schema: bool = False,
+        allow_identifiers: bool = True,
+        with_collation: bool = False,
+    ) -> exp.Expr | None:
+        """Spark reads every ``TIMESTAMP`` as TIMESTAMPTZ; in Flink only ``WITH TIME ZONE`` is that
+        (and unsupported), so a plain ``TIMESTAMP [WITHOUT TIME ZONE]`` becomes TIMESTAMP again."""
+        parsed = super()._parse_types(check_func, schema, allow_identifiers, with_collation)
+        if isinstance(parsed, exp.DataType) and parsed.this == exp.DType.TIMESTAMPTZ:
+            words = [token.text.upper() for token in self._tokens[max(self._index - 3, 0) : self._index]]
+            if words != ["WITH", "TIME", "ZONE"]:
+                parsed.set("this", exp.DType.TIMESTAMP)
+        return parsed
+
 
 class Flink(Spark):
     """Flink SQL as far as sqlext needs it: Spark SQL plus Flink's DDL additions."""
 
     class Tokenizer(Spark.Tokenizer):
         KEYWORDS = {  # noqa: RUF012
-            **Spark.Tokenizer.KEYWORDS,
+            **{k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "LIST"},  # not a Flink type
             "BYTES": TokenType.VARBINARY,
+            "MULTISET": TokenType.LIST,  # sqlext.types reads LIST as MULTISET
             "ROW": TokenType.STRUCT,
         }
 
