@@ -77,12 +77,26 @@ class Catalog:
     # -- databases -------------------------------------------------------------------------------
 
     def create_database(
-        self, name: str, if_not_exists: bool = False, location: str | None = None, comment: str | None = None
+        self,
+        name: str,
+        if_not_exists: bool = False,
+        location: str | None = None,
+        comment: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> bool:
-        created = self.client.create_database(name, location, comment or "", if_not_exists=True)
-        if not created and not if_not_exists:
-            raise ValidationError(f"Database '{name}' already exists (use CREATE DATABASE IF NOT EXISTS).")
-        return created
+        """Create a database (``properties``: its HMS parameters, Flink's ``WITH``); False when it existed."""
+        database = ttypes.Database(
+            name=name, description=comment or "", locationUri=location, parameters=dict(properties or {})
+        )
+        try:
+            self.client.call("create_database", database)
+        except ttypes.AlreadyExistsException:
+            if if_not_exists:
+                return False
+            raise ValidationError(
+                f"Database '{name}' already exists (use CREATE DATABASE IF NOT EXISTS).", value=name
+            ) from None
+        return True
 
     def list_databases(self) -> list[str]:
         return sorted(self.client.get_all_databases())
@@ -162,14 +176,18 @@ class Catalog:
         path = f"{database.locationUri.rstrip('/')}/{table.identifier.name}"
         return replace(table, options={**table.options, "path": path}, extra={})
 
-    def drop_table(self, ident: TableIdentifier, if_exists: bool = False) -> bool:
-        """Drop a table; an external table's files stay."""
+    def drop_table(self, ident: TableIdentifier, if_exists: bool = False, *, temporary: bool = False) -> bool:
+        """Drop a table (a temporary one first, as it shadows the HMS one); an external table's files stay.
+
+        ``temporary`` (``DROP TEMPORARY TABLE``) drops only a temporary table, as in Flink.
+        """
         if self.temporary.pop(ident, None) is not None:
             return True
-        if self.client.get_table(ident.database, ident.name) is None:
+        if temporary or self.client.get_table(ident.database, ident.name) is None:
             if if_exists:
                 return False
-            raise TableNotFoundError(f"Table {ident} does not exist.")
+            kind = "Temporary table" if temporary else "Table"
+            raise TableNotFoundError(f"{kind} {ident} does not exist.", value=str(ident))
         return self.client.drop_table(ident.database, ident.name, delete_data=False)
 
     def alter_table_options(

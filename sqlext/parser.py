@@ -126,9 +126,12 @@ class CreateTableLike(Statement):
 
 @dataclass(frozen=True)
 class CreateDatabase(Statement):
+    """``CREATE DATABASE [IF NOT EXISTS] name [COMMENT '...'] [WITH ('k' = 'v', ...)]``."""
+
     name: str
     if_not_exists: bool = False
     comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,8 @@ class ResetOption(Statement):
 
 @dataclass(frozen=True)
 class Insert(Statement):
+    """``INSERT INTO|OVERWRITE target [PARTITION (k = 'v', ...)] query``; a leading ``WITH`` belongs to the query."""
+
     target: TableIdentifier
     query: exp.Expr
     static_partitions: dict[str, str] = field(default_factory=dict)
@@ -189,7 +194,19 @@ class Insert(Statement):
 
     @property
     def query_sql(self) -> str:
+        """The query as Spark SQL."""
         return self.query.sql(dialect="spark")
+
+    @property
+    def source_tables(self) -> tuple[TableIdentifier, ...]:
+        """Tables the query reads, each once, without CTE names (unqualified names: database "")."""
+        ctes = {cte.alias_or_name.lower() for cte in self.query.find_all(exp.CTE)}
+        found: dict[TableIdentifier, None] = {}
+        for table in self.query.find_all(exp.Table):
+            if not table.name or (not table.db and table.name.lower() in ctes):
+                continue
+            found.setdefault(_table_ident(table))
+        return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -256,6 +273,8 @@ def _parse_statement(sql: str) -> Statement:
         return _create_table_like(sql, tokens, like_at)
     if words[0] in ("CREATE", "INSERT", "DROP", "DESCRIBE", "DESC", "USE", "ALTER"):
         return _from_tree(sql, _parse_tree(sql))
+    if words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens):
+        return _from_tree(sql, _parse_tree(sql))  # WITH cte AS (...) INSERT INTO ...
     return Passthrough(sql)
 
 
@@ -325,6 +344,33 @@ def _parse_tree(sql: str) -> exp.Expr:
         raise _parse_error(sql, exc) from None
 
 
+#: What each statement sqlext parses looks like, for parse errors (keyed by its leading keyword).
+SYNTAX = {
+    "CREATE TABLE": (
+        "CREATE [TEMPORARY] TABLE [IF NOT EXISTS] [catalog.][db.]name (column type [NOT NULL] [COMMENT '...'] "
+        "| column AS expression | column type METADATA [FROM 'key'] [VIRTUAL], ... "
+        "[, WATERMARK FOR column AS column - INTERVAL 'n' unit] [, PRIMARY KEY (column, ...) NOT ENFORCED]) "
+        "[COMMENT '...'] [PARTITIONED BY (column, ...)] WITH ('key' = 'value', ...) "
+        "[LIKE table [(INCLUDING|EXCLUDING|OVERWRITING feature ...)]]"
+    ),
+    "CREATE DATABASE": "CREATE DATABASE [IF NOT EXISTS] name [COMMENT '...'] [WITH ('key' = 'value', ...)]",
+    "INSERT": "[WITH ...] INSERT INTO|OVERWRITE [db.]table [PARTITION (key = 'value', ...)] SELECT ...",
+    "DROP": "DROP [TEMPORARY] TABLE [IF EXISTS] [db.]table",
+    "ALTER": "ALTER TABLE [db.]table SET ('key' = 'value', ...) | ALTER TABLE [db.]table RESET ('key', ...)",
+    "DESCRIBE": "DESCRIBE|DESC [db.]table",
+    "USE": "USE database",
+}
+
+
+def _syntax(sql: str) -> str | None:
+    words = [t.text.upper() for t in _tokens(sql)[:3] if t.text.upper() != "TEMPORARY"]
+    if words[:1] == ["CREATE"]:
+        return SYNTAX.get(" ".join(words[:2]).replace("SCHEMA", "DATABASE"))
+    if words[:1] == ["WITH"]:
+        return SYNTAX["INSERT"]
+    return SYNTAX.get({"DESC": "DESCRIBE"}.get(words[0], words[0])) if words else None
+
+
 def _parse_error(sql: str, exc: SqlglotParseError) -> ParseError:
     detail = exc.errors[0] if exc.errors else {}
     line, column = detail.get("line"), detail.get("col")
@@ -332,12 +378,26 @@ def _parse_error(sql: str, exc: SqlglotParseError) -> ParseError:
     highlight = detail.get("highlight") or ""
     where = f" at line {line}, column {column}" if line else ""
     near = f" near '{highlight}'" if highlight else ""
+    syntax = _syntax(sql)
+    expected = f"\nExpected: {syntax}" if syntax else ""
     return ParseError(
-        f"Cannot parse statement{where}{near}: {description}.\n  {sql}",
+        f"Cannot parse statement{where}{near}: {description}.\n  {_underlined(sql, line, column, highlight)}{expected}",
         statement=sql,
         line=line,
         column=column,
     )
+
+
+def _underlined(sql: str, line: int | None, column: int | None, highlight: str) -> str:
+    """The statement with the offending token underlined (``^^^``) below its line."""
+    lines = sql.splitlines() or [sql]
+    if not line or not column or line > len(lines):
+        return sql
+    width = max(len(highlight), 1)
+    start = max(column - width, 0)
+    marker = " " * start + "^" * width
+    shown = [*lines[:line], marker, *lines[line:]]
+    return "\n  ".join(shown)
 
 
 def _string_value(token: Token, sql: str) -> str:
@@ -420,8 +480,7 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
         if kind == "TABLE":
             return _create_table(sql, tree)
         if kind in ("DATABASE", "SCHEMA"):
-            comment = next((p.this.this for p in tree.find_all(exp.SchemaCommentProperty)), None)
-            return CreateDatabase(sql, tree.this.name.lower(), bool(tree.args.get("exists")), comment)
+            return _create_database(sql, tree)
     if isinstance(tree, exp.Insert):
         return _insert(sql, tree)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
@@ -441,6 +500,11 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
         if options:
             return AlterTableOptions(sql, _table_ident(tree.this), set_options=options)
     return Passthrough(sql)
+
+
+def _create_database(sql: str, tree: exp.Create) -> CreateDatabase:
+    options, _, comment = _create_properties(sql, tree)
+    return CreateDatabase(sql, tree.this.name.lower(), bool(tree.args.get("exists")), comment, options)
 
 
 #: Table properties that make Hive-dialect DDL a sqlext table (Flink's Hive streaming sink).
@@ -555,7 +619,10 @@ def _column(item: exp.ColumnDef, flink_text: Any) -> Column:
             virtual = bool(ckind.args.get("virtual"))
         elif isinstance(ckind, exp.NotNullColumnConstraint):
             nullable = False
-    type_text = flink_text(kind) if isinstance(kind, exp.DataType) else ""
+    try:
+        type_text = flink_text(kind) if isinstance(kind, exp.DataType) else ""
+    except ValidationError as exc:
+        raise ValidationError(f"Column '{item.name}': {exc.message}", value=exc.value) from None
     if not type_text and expression is None:
         raise ValidationError(f"Column '{item.name}' has no type.")
     return Column(item.name, type_text, comment, nullable, expression, metadata_key, virtual)
@@ -603,4 +670,8 @@ def _insert(sql: str, tree: exp.Insert) -> Insert:
     query = tree.expression
     if query is None:
         raise ParseError(f"INSERT needs a query: {sql}", statement=sql)
+    leading_with = tree.args.get("with_")
+    if leading_with is not None and isinstance(query, exp.Query) and query.args.get("with_") is None:
+        query = query.copy()
+        query.set("with_", leading_with.copy())
     return Insert(sql, _table_ident(target), query, static, bool(tree.args.get("overwrite")))

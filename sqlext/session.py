@@ -141,14 +141,24 @@ class SqlextSession:
     def _on_CreateDatabase(self, statement: p.CreateDatabase) -> DataFrame:
         warehouse = self.config.get(WAREHOUSE)
         location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None
-        self.catalog.create_database(statement.name, statement.if_not_exists, location, statement.comment)
+        self.catalog.create_database(
+            statement.name, statement.if_not_exists, location, statement.comment, statement.properties
+        )
         return self._ok()
 
     def _on_DropTable(self, statement: p.DropTable) -> DataFrame:
         ident = self.resolve(statement.target)
-        self.catalog.drop_table(ident, statement.if_exists)
+        if not statement.temporary and self._is_plain_hive_table(ident):
+            return self._spark_sql(statement.sql)  # Spark drops its own tables (and a managed table's data)
+        self.catalog.drop_table(ident, statement.if_exists, temporary=statement.temporary)
         self._refresh(ident)
         return self._ok()
+
+    def _is_plain_hive_table(self, ident: TableIdentifier) -> bool:
+        return ident not in self.catalog.temporary and (
+            self.catalog.client.get_table(ident.database, ident.name) is not None
+            and not self.catalog.table_exists(ident)
+        )
 
     def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> DataFrame:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
@@ -199,7 +209,13 @@ class SqlextSession:
     def _on_Insert(self, statement: p.Insert) -> DataFrame:
         from dataclasses import replace
 
-        from sqlext.insert import execute_insert
+        try:
+            from sqlext.insert import execute_insert
+        except ImportError as exc:
+            raise SqlextError(
+                f"INSERT into sqlext tables is not available in this installation (sqlext.insert: {exc}).",
+                statement=statement.sql,
+            ) from exc
 
         target = self.resolve(statement.target)
         if not self.catalog.table_exists(target):

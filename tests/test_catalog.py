@@ -239,13 +239,14 @@ def test_alter_options_set_and_reset_validated_before_storing(catalog: Catalog, 
 
 def test_databases(catalog: Catalog, tmp_path: Path) -> None:
     location = (tmp_path / "other.db").as_uri()
-    assert catalog.create_database("catalog_other", location=location, comment="another") is True
+    created = catalog.create_database("catalog_other", location=location, comment="another", properties={"k": "v"})
+    assert created is True
     assert catalog.create_database("catalog_other", if_not_exists=True) is False
     with pytest.raises(ValidationError, match="'catalog_other' already exists"):
         catalog.create_database("catalog_other")
     assert {"default", DB, "catalog_other"} <= set(catalog.list_databases())
     stored = catalog.client.get_database("catalog_other")
-    assert stored is not None and stored.description == "another"
+    assert stored is not None and (stored.description, stored.parameters) == ("another", {"k": "v"})
 
 
 def test_plain_hive_tables_are_not_sqlext_tables(catalog: Catalog, hms: MetastoreClient) -> None:
