@@ -14,7 +14,8 @@ CREATE TABLE flink_docs.MyUserTable (
   'connector' = 'filesystem',
   'path' = 'file:///tmp/sqlext-examples/my_user_table',
   'format' = 'parquet',
-  'partition.default-name' = '__HIVE_DEFAULT_PARTITION__'
+  'partition.default-name' = '__HIVE_DEFAULT_PARTITION__',
+  'sink.shuffle-by-partition.enable' = 'false'
 );
 
 -- "Available Metadata"
@@ -51,6 +52,17 @@ CREATE TABLE flink_docs.fs_table (
   'format' = 'parquet',
   'sink.partition-commit.delay' = '1 h',
   'sink.partition-commit.policy.kind' = 'success-file'
+);
+
+-- "Full Example" with a watermark on a TIMESTAMP_LTZ column: the source (Kafka in the docs; datagen here)
+CREATE TABLE flink_docs.kafka_table_ltz (
+  user_id STRING,
+  order_amount DOUBLE,
+  ts BIGINT, -- time in epoch milliseconds
+  ts_ltz AS TO_TIMESTAMP_LTZ(ts, 3),
+  WATERMARK FOR ts_ltz AS ts_ltz - INTERVAL '5' SECOND -- Define watermark on TIMESTAMP_LTZ column
+) WITH (
+  'connector' = 'datagen'
 );
 
 -- "Full Example" with the partition-time trigger and a TIMESTAMP_LTZ watermark in Asia/Shanghai

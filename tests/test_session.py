@@ -135,3 +135,76 @@ def test_create_table_like_merges_with_flinks_default_and_explicit_strategies(sq
             "CREATE TABLE sess_db.like_bad (x INT) PARTITIONED BY (x) WITH ('path' = 'file:///tmp/x') "
             "LIKE sess_db.like_base"
         )
+
+
+def test_spark_keeps_its_own_tables_and_settings(sql, spark, hms: MetastoreClient) -> None:
+    sql("CREATE TABLE sess_db.plain_managed (a INT) USING parquet")
+    sql("INSERT INTO sess_db.plain_managed VALUES (1), (2)")
+    assert sql("SELECT sum(a) AS s FROM sess_db.plain_managed").first().s == 3
+    assert [r.col_name for r in sql("DESCRIBE sess_db.plain_managed").collect()] == ["a"]
+    table = hms.get_table("sess_db", "plain_managed")
+    assert table is not None and table.tableType == "MANAGED_TABLE"
+    data_dir = Path(table.sd.location.removeprefix("file:"))
+    assert data_dir.is_dir()
+    sql("DROP TABLE sess_db.plain_managed")
+    assert hms.get_table("sess_db", "plain_managed") is None
+    assert not data_dir.exists(), "Spark dropped its managed table with its data"
+
+    session = extend(spark)
+    sql("SET spark.sql.shuffle.partitions=3")
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    assert "spark.sql.shuffle.partitions" not in session.options
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+
+
+def test_databases_use_and_unqualified_names(sql, spark, hms: MetastoreClient, tmp_path: Path) -> None:
+    sql("CREATE DATABASE IF NOT EXISTS sess_other COMMENT 'other one' WITH ('owner.team' = 'data')")
+    stored = hms.get_database("sess_other")
+    assert stored is not None and stored.parameters == {"owner.team": "data"}
+    assert "sess_other" in [r[0] for r in sql("SHOW DATABASES").collect()]
+    sql("USE sess_other")
+    try:
+        path = tmp_path.as_uri()
+        sql(f"CREATE TABLE unq (a INT) WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv')")
+        assert hms.get_table("sess_other", "unq") is not None
+        assert [r.tableName for r in sql("SHOW TABLES").collect()] == ["unq"]
+        assert "CREATE TABLE `sess_other`.`unq`" in sql("SHOW CREATE TABLE unq").first().createtab_stmt
+    finally:
+        sql("USE default")
+
+
+def test_failed_statements_leave_the_metastore_unchanged(sql, hms: MetastoreClient, tmp_path: Path) -> None:
+    def state() -> dict[str, list[str]]:
+        return {db: sorted(hms.get_all_tables(db)) for db in sorted(hms.get_all_databases())}
+
+    before = state()
+    failing = [
+        _sink_ddl("bad1", tmp_path, ", 'sink.partition-commit.trigger' = 'sometimes'"),
+        _sink_ddl("bad2", tmp_path, ", 'sink.partition-commit.dleay' = '1 h'"),
+        "CREATE TABLE sess_db.bad3 (a INT) PARTITIONED BY (b) WITH ('connector' = 'datagen')",
+        "CREATE TABLE no_such_db.bad4 (a INT) WITH ('connector' = 'datagen')",
+        "CREATE TABLE sess_db.bad5 (a INT, WITH ('connector' = 'datagen')",
+        "ALTER TABLE sess_db.no_such_table SET ('a' = 'b')",
+        "DROP TABLE sess_db.no_such_table",
+    ]
+    for statement in failing:
+        with pytest.raises(SqlextError) as failure:
+            sql(statement)
+        assert failure.value.statement is not None, statement
+    assert state() == before
+
+
+def test_execute_file_runs_a_script_in_order(spark, sql, hms: MetastoreClient, tmp_path: Path) -> None:
+    script = tmp_path / "script.sql"
+    script.write_text(
+        f"""-- a script; with comments
+        SET 'pipeline.name' = 'from-file';
+        {_sink_ddl("from_file", tmp_path / "t")};
+        /* Spark's own statements too */ SELECT 1 AS one;
+        """
+    )
+    results = extend(spark).execute_file(script)
+    assert len(results) == 3
+    assert results[2].first().one == 1
+    assert hms.get_table("sess_db", "from_file") is not None
+    assert extend(spark).options["pipeline.name"] == "from-file"

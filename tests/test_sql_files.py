@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from sqlext.catalog import Catalog
+from sqlext.ddl import show_create_table
 from sqlext.metastore.client import MetastoreClient
-from sqlext.parser import CreateDatabase, CreateTable, parse_statements
+from sqlext.parser import CreateDatabase, CreateTable, parse_statement, parse_statements
 from sqlext.table import TableDefinition, TableIdentifier
 from sqlext.types import hive_type
 
@@ -33,6 +34,16 @@ def test_the_examples_are_there() -> None:
         "landing_zone.sql",
         "backfill_batch.sql",
     } <= names
+
+
+@pytest.mark.parametrize("sql_file", SQL_FILES, ids=lambda f: f.name)
+def test_show_create_table_of_each_table_parses_back_equal(sql_file: Path) -> None:
+    creates = [s for s in parse_statements(sql_file.read_text()) if isinstance(s, CreateTable)]
+    for create in creates:
+        again = parse_statement(show_create_table(create.table))
+        assert isinstance(again, CreateTable)
+        # Hive-dialect DDL leaves the path to the catalog; SHOW CREATE TABLE writes Flink DDL.
+        assert again.table == replace(create.table, extra={}), create.table.identifier
 
 
 @pytest.mark.parametrize("sql_file", SQL_FILES, ids=lambda f: f.name)
