@@ -208,3 +208,17 @@ def test_execute_file_runs_a_script_in_order(spark, sql, hms: MetastoreClient, t
     assert results[2].first().one == 1
     assert hms.get_table("sess_db", "from_file") is not None
     assert extend(spark).options["pipeline.name"] == "from-file"
+
+
+def test_insert_with_a_leading_with_clause_goes_through_the_sink(sql, hms: MetastoreClient, tmp_path: Path) -> None:
+    write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=1, rows_per_hour=6)
+    sql(_source_ddl("cte_src", tmp_path / "in"))
+    sql(_sink_ddl("cte_dst", tmp_path / "out"))
+    sql("SET 'execution.runtime-mode' = 'batch'")
+    done = sql(
+        "WITH firsts AS (SELECT id, user_id, ts FROM sess_db.cte_src WHERE id < 3) "
+        "INSERT INTO sess_db.cte_dst PARTITION (dt = '2026-11-22', hr = '00') SELECT * FROM firsts"
+    ).first()
+    assert done.status == "FINISHED"
+    assert hms.get_partition_names("sess_db", "cte_dst") == ["dt=2026-11-22/hr=00"]
+    assert sql("SELECT count(*) AS n FROM sess_db.cte_dst").first().n == 3
