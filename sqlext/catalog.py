@@ -42,6 +42,8 @@ STORAGE: dict[str, tuple[str, str, str, dict[str, str]]] = {
         "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
         {},
     ),
+    # LazySimpleSerDe keeps typed columns (OpenCSVSerde reads every column as a string) and its
+    # field.delim follows 'csv.field-delimiter'; it does not unquote RFC-4180 quoted fields.
     "csv": (
         "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
         "org.apache.hadoop.mapred.TextInputFormat",
