@@ -13,7 +13,7 @@ from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.table import Column, TableDefinition, TableIdentifier
-from tests.support.services import PostgresServer
+from tests.support.services import PostgresServer, spark_own_sql
 from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
 
@@ -83,13 +83,14 @@ def test_partitions_round_trip_through_batched_calls(hms: MetastoreClient, tmp_p
 def test_spark_sql_sees_the_table_through_the_same_metastore(hms: MetastoreClient, spark, tmp_path: Path) -> None:
     _create_demo_table(hms, "spark_sees_db", tmp_path)
 
-    tables = [row.tableName for row in spark.sql("SHOW TABLES IN spark_sees_db").collect()]
+    listed = spark_own_sql(spark)("SHOW TABLES IN spark_sees_db").collect()
+    tables = [row.tableName for row in listed if not row.isTemporary]  # other tests' temp views are listed too
     assert tables == ["events"]
-    described = {row.col_name: row.data_type for row in spark.sql("DESCRIBE spark_sees_db.events").collect()}
+    described = {row.col_name: row.data_type for row in spark_own_sql(spark)("DESCRIBE spark_sees_db.events").collect()}
     assert described["user_id"] == "string"
     assert described["amount"] == "double"
     assert described["dt"] == "string"
-    names = [row.col_name for row in spark.sql("DESCRIBE spark_sees_db.events").collect()]
+    names = [row.col_name for row in spark_own_sql(spark)("DESCRIBE spark_sees_db.events").collect()]
     partition_section = names[names.index("# Partition Information") + 2 :]
     assert partition_section == ["dt", "hr"]
 

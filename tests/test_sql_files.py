@@ -14,6 +14,7 @@ from sqlext.metastore.client import MetastoreClient
 from sqlext.parser import CreateDatabase, CreateTable, parse_statement, parse_statements
 from sqlext.table import TableDefinition, TableIdentifier
 from sqlext.types import hive_type
+from tests.support.services import spark_own_sql
 
 pytestmark = [pytest.mark.hms]
 
@@ -68,9 +69,7 @@ def test_tables_of_each_file_round_trip_through_the_metastore(sql_file: Path, hm
         assert stored == declared, f"{declared.identifier} changed on its way through the metastore"
         if declared.connector != "filesystem":
             continue
-        session = getattr(spark, "_sqlext_session", None)
-        spark_sql = session.spark_sql if session is not None else spark.sql  # Spark's own DESCRIBE
-        rows = spark_sql(f"DESCRIBE {declared.identifier.database}.{declared.identifier.name}").collect()
+        rows = spark_own_sql(spark)(f"DESCRIBE {declared.identifier.database}.{declared.identifier.name}").collect()
         names = [r.col_name for r in rows]
         columns = names[: names.index("# Partition Information")] if "# Partition Information" in names else names
         expected = [c.name.lower() for c in declared.data_columns] + [k.lower() for k in declared.partition_keys]

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,12 @@ def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
     session.sparkContext.setLogLevel("WARN")
     yield session
     session.stop()
+
+
+def spark_own_sql(spark: Any) -> Any:
+    """Spark's own ``sql`` even on a session sqlext extended (for Spark's view of a table)."""
+    session = getattr(spark, "_sqlext_session", None)
+    return session.spark_sql if session is not None else spark.sql
 
 
 @dataclass(frozen=True)
