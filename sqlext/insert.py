@@ -84,7 +84,7 @@ def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -
     from sqlext.registry import SourceContext, factory_for
 
     factory = factory_for(table)
-    bounded = bool(getattr(factory, "is_bounded", lambda _t: not streaming)(table))
+    bounded = factory.is_bounded(table)
     frame = factory.create_source(SourceContext(spark=spark, table=table, streaming=streaming))
     frame = _with_computed_columns(frame, table)
     has_watermark = False
