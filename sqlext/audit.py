@@ -35,10 +35,13 @@ def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
     entries = list(entries)
     if as_json:
         return "\n".join(json.dumps(entry.to_json(), sort_keys=True) for entry in entries)
-    header = f"{'query':<24} {'batch':>6} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
+    width = max([6, *(len(str(e.batch)) for e in entries)])
+    header = f"{'query':<24} {'batch':>{width}} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
     lines = [header]
     for e in entries:
         committed = ", ".join(e.committed_partitions) or "-"
+        if e.operation == "compact":
+            committed += f" ({len(e.replaced_files)} files merged into {len(e.files)})"
         counts = f"{e.rows:>10} {len(e.files):>5}"
-        lines.append(f"{e.query:<24} {e.batch:>6} {e.state!s:<9} {e.operation:<9} {counts}  {committed}")
+        lines.append(f"{e.query:<24} {e.batch:>{width}} {e.state!s:<9} {e.operation:<9} {counts}  {committed}")
     return "\n".join(lines)

@@ -70,6 +70,29 @@ def _commits(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    from sqlext.catalog import Catalog
+    from sqlext.compaction import compact_table
+    from sqlext.metastore.client import MetastoreClient
+    from sqlext.options import MEMORY_FORM, parse_memory_size
+    from sqlext.table import TableIdentifier
+
+    try:
+        target = parse_memory_size(args.target_size) if args.target_size else None
+    except ValueError as exc:
+        raise SqlextError(f"--target-size '{args.target_size}' is not {MEMORY_FORM}.") from exc
+    config = SqlextConfig.load()
+    uri = args.metastore_uri or config.metastore_uris or config.metastore_settings().uri
+    with MetastoreClient(uri) as client:
+        table = Catalog(client).get_table(TableIdentifier.parse(args.table))
+        summary = compact_table(table, client, args.partition or [], target, show_progress=not args.quiet)
+    print(
+        f"{table.identifier}: {summary.compacted} of {summary.partitions} partition(s) compacted, "
+        f"{summary.files_before} files merged into {summary.files_after}"
+    )
+    return 0
+
+
 def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
     conf = {}
     for pair in pairs or []:
@@ -176,6 +199,18 @@ def build_parser() -> argparse.ArgumentParser:
     commits.add_argument("--json", action="store_true", help="one JSON object per batch")
     commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     commits.set_defaults(handler=_commits)
+
+    compact = commands.add_parser(
+        "compact", help="merge the small files of a table's committed partitions (safe for readers)"
+    )
+    compact.add_argument("table", help="db.table")
+    compact.add_argument(
+        "--partition", action="append", metavar="KEY=VALUE", help="only partitions with this value (repeatable)"
+    )
+    compact.add_argument("--target-size", help="target file size, e.g. 256MB (default: compaction.file-size)")
+    compact.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
+    compact.add_argument("--quiet", action="store_true", help="no progress bar")
+    compact.set_defaults(handler=_compact)
 
     server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
     server.add_argument("action", choices=["start", "stop", "status"])

@@ -11,7 +11,9 @@ costs one dictionary lookup. Points, in commit order:
 ``after-log``          the log says ``completed``; partition commit not started
 ``between-policies``   the first commit policy ran on the ready partitions, the next has not
 ``after-policies``     every policy ran; the trigger state is not saved yet
-``mid-swap``           compaction: the merged file is in place, the sources not yet removed
+``after-merge``        compaction: merged files written in the hidden work dir, recorded ``inflight``
+``after-switch``       compaction: HMS readers read the work dir; the partition dir not yet changed
+``mid-swap``           compaction: merged-away files moved out of the partition, merged files not yet in
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 
-POINTS = (
+COMMIT_POINTS = (
     "after-stage",
     "after-plan",
     "mid-move",
@@ -27,8 +29,9 @@ POINTS = (
     "after-log",
     "between-policies",
     "after-policies",
-    "mid-swap",
 )
+COMPACTION_POINTS = ("after-merge", "after-switch", "mid-swap")
+POINTS = COMMIT_POINTS + COMPACTION_POINTS
 EXIT_CODE = 86
 
 

@@ -103,6 +103,12 @@ class FileSystem:
         self._fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
         self._fs.move(self._path(source), target_path)
 
+    def copy(self, source: str, target: str) -> None:
+        """Copy a file (server-side where the store supports it), creating the target's parent dir."""
+        target_path = self._path(target)
+        self._fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
+        self._fs.copy_file(self._path(source), target_path)
+
     def delete_file(self, uri: str) -> None:
         info = self._fs.get_file_info(self._path(uri))
         if info.type == pafs.FileType.File:

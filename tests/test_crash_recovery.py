@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from sqlext.faults import EXIT_CODE, POINTS
+from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
@@ -78,7 +78,7 @@ def _assert_table_holds_input_exactly_once(
 def test_a_crash_at_every_fault_point_then_restart_gives_every_row_exactly_once(
     hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
-    commit_points = [p for p in POINTS if p != "mid-swap"]
+    commit_points = list(COMMIT_POINTS)
     hours = len(commit_points) + 2
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
     options = {"sink.parallelism": "2"}  # two files per partition, so a crash can fall between moves

@@ -60,6 +60,11 @@ class LogEntry:
     committed_partitions: list[str] = field(default_factory=list)
     replaced_files: list[str] = field(default_factory=list)
     operation: str = "append"
+    #: Compaction only: each merged file (final URI) and the files it replaced, in row order.
+    merged_from: dict[str, list[str]] = field(default_factory=dict)
+    #: Compaction only: where HMS readers read the partition while its files are swapped (None: it
+    #: was not in the HMS, so no reader could see the swap).
+    view: str | None = None
 
     @property
     def rows(self) -> int:
@@ -84,6 +89,8 @@ class LogEntry:
             committed_partitions=list(data.get("committed_partitions", [])),
             replaced_files=list(data.get("replaced_files", [])),
             operation=data.get("operation", "append"),
+            merged_from={k: list(v) for k, v in data.get("merged_from", {}).items()},
+            view=data.get("view"),
         )
 
 
@@ -117,6 +124,11 @@ class CommitLog:
             if earlier == entry.state:
                 break
             self.fs.delete_file(self._file(entry.query, entry.batch, earlier))
+
+    def discard(self, entry: LogEntry) -> None:
+        """Forget a batch that is being undone (every state file of it)."""
+        for state in State:
+            self.fs.delete_file(self._file(entry.query, entry.batch, state))
 
     def transition(self, entry: LogEntry, state: State) -> LogEntry:
         entry.state = state

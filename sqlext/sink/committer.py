@@ -36,6 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlext.compaction import Compactor
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
@@ -127,6 +128,8 @@ class BatchCommitter:
         self._bytes_per_row = self._initial_row_size()
         self.progress = InsertProgress()
         self._lock = threading.RLock()
+        self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
+        self._compactions_recovered = False
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -395,6 +398,7 @@ class BatchCommitter:
             hms_table = self.metastore.get_table(ident.database, ident.name)
             if hms_table is None:
                 raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
+        self._compact(ready)
         contexts = [self._context(partition, hms_table) for partition in ready]
         for index, policy in enumerate(self.policies):
             if index:
@@ -402,6 +406,24 @@ class BatchCommitter:
             policy.commit_all(contexts)
         if self.spark is not None and hms_table is not None:
             self._refresh_spark_cache()
+
+    def _compact(self, ready: list[PendingPartition]) -> None:
+        """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
+        work dir), then, with ``auto-compaction``, compact the partitions about to be committed."""
+        if not self._compactions_recovered:
+            self._compactor.recover()
+            self._compactions_recovered = True
+        if not self.settings.auto_compaction:
+            return
+        try:
+            for partition in ready:
+                entry = self._compactor.compact(partition.path, partition.values)
+                for planned in entry.files if entry else []:
+                    if planned.rows is not None:
+                        self._row_counts[planned.final] = planned.rows
+        except BaseException:
+            self._compactions_recovered = False  # finish it before the next commit
+            raise
 
     def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)

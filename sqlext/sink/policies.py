@@ -145,13 +145,18 @@ class SuccessFilePolicy(PartitionCommitPolicy):
 
 def statistics(context: PartitionCommitContext) -> dict[str, str]:
     """The HMS partition parameters describing the partition's files (Hive's stats keys)."""
+    return file_statistics(context.files, context.row_count)
+
+
+def file_statistics(files: Sequence[FileStatus], row_count: int | None) -> dict[str, str]:
+    """Hive's statistics keys for a partition holding ``files`` (``numRows`` only when known)."""
     stats = {
-        "numFiles": str(len(context.files)),
-        "totalSize": str(context.total_size),
+        "numFiles": str(len(files)),
+        "totalSize": str(sum(status.size for status in files)),
         "sqlext.commit-time": str(int(time.time() * 1000)),
     }
-    if context.row_count is not None:
-        stats["numRows"] = str(context.row_count)
+    if row_count is not None:
+        stats["numRows"] = str(row_count)
     return stats
 
 

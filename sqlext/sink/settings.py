@@ -60,6 +60,12 @@ class SinkSettings:
             compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,
         )
 
+    def __post_init__(self) -> None:
+        if self.auto_compaction:
+            from sqlext.compaction import check_mergeable
+
+            check_mergeable(self.table, self.format)
+
     @property
     def options(self) -> Options:
         return Options(self.table.options)
