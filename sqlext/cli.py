@@ -72,20 +72,24 @@ def _commits(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     from sqlext.catalog import Catalog
-    from sqlext.compaction import compact_table
+    from sqlext.compaction import DEFAULT_READER_GRACE, compact_table
     from sqlext.metastore.client import MetastoreClient
-    from sqlext.options import MEMORY_FORM, parse_memory_size
+    from sqlext.options import DURATION_FORM, MEMORY_FORM, parse_duration, parse_memory_size
     from sqlext.table import TableIdentifier
 
     try:
         target = parse_memory_size(args.target_size) if args.target_size else None
     except ValueError as exc:
         raise SqlextError(f"--target-size '{args.target_size}' is not {MEMORY_FORM}.") from exc
+    try:
+        grace = parse_duration(args.reader_grace) if args.reader_grace else DEFAULT_READER_GRACE
+    except ValueError as exc:
+        raise SqlextError(f"--reader-grace '{args.reader_grace}' is not {DURATION_FORM}.") from exc
     config = SqlextConfig.load()
     uri = args.metastore_uri or config.metastore_uris or config.metastore_settings().uri
     with MetastoreClient(uri) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
-        summary = compact_table(table, client, args.partition or [], target, show_progress=not args.quiet)
+        summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
     print(
         f"{table.identifier}: {summary.compacted} of {summary.partitions} partition(s) compacted, "
         f"{summary.files_before} files merged into {summary.files_after}"
@@ -208,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--partition", action="append", metavar="KEY=VALUE", help="only partitions with this value (repeatable)"
     )
     compact.add_argument("--target-size", help="target file size, e.g. 256MB (default: compaction.file-size)")
+    compact.add_argument(
+        "--reader-grace",
+        help="how long queries that listed the old files may go on reading them, e.g. '30 s' (default 10 s)",
+    )
     compact.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     compact.add_argument("--quiet", action="store_true", help="no progress bar")
     compact.set_defaults(handler=_compact)

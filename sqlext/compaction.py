@@ -1,8 +1,8 @@
 """Compaction: merge a partition's small files into files near a target size, without any reader of
 the HMS ever seeing a row twice or missing one.
 
-Three callers share it: ``auto-compaction`` (the sink compacts a partition right before committing
-it), :class:`MergingCommitPolicy` (a commit policy, seed 002's merging policy), and ``sqlext compact``
+Three callers share it: ``auto-compaction`` (the sink compacts a partition right before its first
+commit), :class:`MergingCommitPolicy` (a commit policy, seed 002's merging policy), and ``sqlext compact``
 (committed partitions of an existing table, on demand).
 
 One compaction rewrites one partition directory ``L``. It is recorded in the table's commit log under
@@ -15,21 +15,23 @@ the writer name ``_compaction`` (``sqlext commits`` lists it), and goes through 
    the partition is in the HMS, the files left alone are copied there too, so that the work dir holds
    the whole compacted partition. Recorded ``inflight``;
 3. **switch** (partition in the HMS) — the HMS partition's location becomes the work dir: one HMS call,
-   so HMS readers move from the old set of files to the new one at once;
+   so HMS readers move from the old set of files to the new one at once; then the reader grace passes,
+   for queries that listed the old files to read them;
 4. **swap** — the merged-away files leave ``L`` for a hidden trash dir, the merged files take their
    place in ``L``;
 5. **switch back** (partition in the HMS) — the location is ``L`` again, with statistics of the files
-   now there. Recorded ``completed`` with what replaced what; work dir and trash are removed.
+   now there. Recorded ``completed`` with what replaced what; work dir and trash are removed once the
+   reader grace has passed again (by a later compaction or recovery, or at the end of ``sqlext compact``).
 
 A partition not yet in the HMS (auto-compaction before a first commit) is read by no HMS reader, so
 steps 3 and 5 are skipped. A restart undoes a ``requested`` compaction (only its work dir exists) and
 finishes an ``inflight`` one from step 3 (every step is idempotent); :meth:`Compactor.recover` does
 it, and the sink and ``sqlext compact`` call it before they compact or commit.
 
-What readers see: a query planned before a switch reads the files it listed; a query still reading
-the old files of ``L`` when step 4 removes them fails with Spark's missing-file error and can be rerun.
-No query returns a wrong count. Compacting a partition that another process is writing at the same
-moment is not supported: rows it adds during the compaction stay invisible until the switch back.
+What readers see: a query planned before a switch reads the files it listed; one still reading them
+after the grace fails with Spark's missing-file error and can be rerun. No query returns a wrong
+count. Compacting a partition that another process is writing at the same moment is not supported:
+rows it adds during the compaction stay invisible until the switch back.
 """
 
 from __future__ import annotations
@@ -38,14 +40,15 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import timedelta
+from typing import Any, TypeVar
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError, PolicyError, ValidationError
 from sqlext.faults import fault_point
 from sqlext.fs import FileStatus, FileSystem, join, normalize
 from sqlext.metastore.client import MetastoreClient
-from sqlext.options import MEMORY_FORM, Options, parse_memory_size
+from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.sink.escaping import parse_partition_path
 from sqlext.sink.files import count_rows, data_files
@@ -53,12 +56,17 @@ from sqlext.sink.policies import PartitionCommitContext, PartitionCommitPolicy, 
 from sqlext.table import TableDefinition
 
 log = logging.getLogger("sqlext.compaction")
+T = TypeVar("T")
 
 #: The writer name compactions are recorded under in a table's commit log.
 COMPACTION_WRITER = "_compaction"
 #: Formats whose files can be merged: columnar ones through pyarrow, line-oriented ones by concatenation.
 MERGEABLE_FORMATS = ("parquet", "orc", "csv", "json")
 WORK_DIR = "_sqlext/compaction"
+#: How long queries that listed a partition's old files may go on reading them (see :class:`Compactor`).
+DEFAULT_READER_GRACE = timedelta(seconds=10)
+#: ``sqlext compact`` swaps this many partitions per reader grace.
+PARTITIONS_PER_SWAP = 32
 TRASH_DIR = "_sqlext/trash/_compaction"
 
 
@@ -200,9 +208,20 @@ def _concatenate(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> 
 
 
 class Compactor:
-    """Compacts partitions of one table (see the module docstring for the protocol)."""
+    """Compacts partitions of one table (see the module docstring for the protocol).
 
-    def __init__(self, table: TableDefinition, metastore: MetastoreClient | None, target_size: int) -> None:
+    ``reader_grace`` is how long queries that listed a partition's old files get to finish reading
+    them: the swap waits that long after the switch, and a work dir readers may have listed is
+    removed only that long after its compaction completed (by a later compaction or recovery).
+    """
+
+    def __init__(
+        self,
+        table: TableDefinition,
+        metastore: MetastoreClient | None,
+        target_size: int,
+        reader_grace: timedelta = DEFAULT_READER_GRACE,
+    ) -> None:
         options = Options(table.options)
         self.table = table
         self.format = str(options.require(fso.FORMAT))
@@ -211,11 +230,51 @@ class Compactor:
         self.log = CommitLog(self.fs, self.path)
         self.metastore = metastore
         self.target_size = target_size
+        self.reader_grace = reader_grace
 
-    def compact(self, relative: str, values: Sequence[str]) -> LogEntry | None:
-        """Compact one partition (``relative``: its ``k=v/...`` path); None when nothing needed merging."""
+    def compact(self, partitions: Iterable[tuple[str, Sequence[str]]], registered: bool = True) -> list[LogEntry]:
+        """Compact partitions given as (``k=v/...`` path, values); return the compactions done.
+
+        ``registered=False`` leaves alone the partitions the HMS already has (auto-compaction: only
+        partitions no reader sees yet, so the sink never waits for readers)."""
         check_mergeable(self.table, self.format)
+        entries = []
+        for relative, values in partitions:
+            entry = self._prepare(relative, values, registered)
+            if entry is not None:
+                entries.append(entry)
+        self._finish(entries)
+        return entries
+
+    def recover(self) -> list[LogEntry]:
+        """Undo compactions that did not get to ``inflight``, finish those that did (return them), and
+        remove work dirs whose grace has passed."""
+        interrupted = []
+        for entry in self.log.entries(COMPACTION_WRITER):
+            if entry.state is State.REQUESTED:
+                log.warning("compaction %d of %s did not finish merging; undoing it", entry.batch, self._where(entry))
+                self.fs.delete_dir(self._work_dir(entry.batch))
+                self.log.discard(entry)
+            elif entry.state is State.INFLIGHT:
+                log.warning("compaction %d of %s was interrupted; finishing it", entry.batch, self._where(entry))
+                interrupted.append(entry)
+        self._finish(interrupted)
+        self.remove_expired()
+        return interrupted
+
+    def remove_expired(self, now_ms: int | None = None) -> None:
+        """Remove the work dirs and trash of completed compactions older than the reader grace."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        grace_ms = self.reader_grace.total_seconds() * 1000
+        for entry in self.log.entries(COMPACTION_WRITER):
+            if entry.state is State.COMPLETED and entry.batch_time_ms + grace_ms <= now_ms:
+                self._remove_work(entry)
+
+    def _prepare(self, relative: str, values: Sequence[str], registered: bool) -> LogEntry | None:
+        """Steps 1-2: plan, merge into the work dir, record ``inflight``."""
         location, in_hms = self._location(relative)
+        if in_hms and not registered:
+            return None
         files = [describe_file(self.fs, status, self.format) for status in data_files(self.fs, location)]
         groups = plan_groups(files, self.target_size)
         if not groups:
@@ -225,22 +284,47 @@ class Compactor:
         self._merge(entry, groups, files)
         self.log.transition(entry, State.INFLIGHT)
         fault_point("after-merge", entry.batch)
-        self._finish(entry)
         return entry
 
-    def recover(self) -> list[LogEntry]:
-        """Undo compactions that did not get to ``inflight``, finish those that did; return the latter."""
-        finished = []
-        for entry in self.log.entries(COMPACTION_WRITER):
-            if entry.state is State.REQUESTED:
-                log.warning("compaction %d of %s did not finish merging; undoing it", entry.batch, self._where(entry))
-                self.fs.delete_dir(self._work_dir(entry.batch))
-                self.log.discard(entry)
-            elif entry.state is State.INFLIGHT:
-                log.warning("compaction %d of %s was interrupted; finishing it", entry.batch, self._where(entry))
-                self._finish(entry)
-                finished.append(entry)
-        return finished
+    def _finish(self, entries: Sequence[LogEntry]) -> None:
+        """Steps 3-5 for every entry, each phase for all entries at once so one grace covers them all."""
+        switched = [entry for entry in entries if entry.view is not None]
+        for entry in switched:
+            self._relocate(entry, str(entry.view))
+        if switched:
+            fault_point("after-switch")
+            self.wait_for_readers(len(switched))
+        for entry in entries:
+            self._swap(entry)
+        for entry in entries:
+            if entry.view is not None:
+                self._relocate(entry, self._location_of(entry))
+            entry.committed_partitions = list(entry.partitions)
+            entry.batch_time_ms = int(time.time() * 1000)  # completion time: the work dir's grace starts
+            self.log.transition(entry, State.COMPLETED)
+            if entry.view is None or self.reader_grace.total_seconds() <= 0:
+                self._remove_work(entry)  # no reader was pointed at it, or none is waited for
+            log.info(
+                "compaction %d of %s: %d files merged into %d (%s rows) in %s",
+                entry.batch,
+                self._where(entry),
+                len(entry.replaced_files),
+                len(entry.files),
+                entry.rows,
+                self._location_of(entry),
+            )
+
+    def wait_for_readers(self, partitions: int) -> None:
+        """Give queries that listed the old files of ``partitions`` partitions the reader grace."""
+        seconds = self.reader_grace.total_seconds()
+        if seconds > 0:
+            log.info(
+                "%s: %d partition(s) switched; %g s for queries reading their old files",
+                self.table.identifier,
+                partitions,
+                seconds,
+            )
+            time.sleep(seconds)
 
     def _location(self, relative: str) -> tuple[str, bool]:
         """Where the partition's files are: its HMS location when the HMS has it, else the usual path."""
@@ -250,6 +334,10 @@ class Compactor:
             if found:
                 return normalize(found[0].sd.location), True
         return join(self.path, relative), False
+
+    @staticmethod
+    def _location_of(entry: LogEntry) -> str:
+        return entry.files[0].final.rsplit("/", 1)[0]
 
     def _plan(
         self, relative: str, values: Sequence[str], location: str, groups: Sequence[MergeGroup], in_hms: bool
@@ -284,34 +372,10 @@ class Compactor:
                 if source.status.uri not in merged:
                     self.fs.copy(source.status.uri, join(entry.view, source.status.relative))
 
-    def _finish(self, entry: LogEntry) -> None:
-        relative = next(iter(entry.partitions))
-        location = entry.files[0].final.rsplit("/", 1)[0]
-        if entry.view is not None:
-            self._relocate(relative, entry.view)
-            fault_point("after-switch", entry.batch)
-        self._swap(entry)
-        if entry.view is not None:
-            self._relocate(relative, location)
-        entry.committed_partitions = [relative]
-        self.log.transition(entry, State.COMPLETED)
-        self.fs.delete_dir(self._work_dir(entry.batch))
-        self.fs.delete_dir(join(self.path, TRASH_DIR, f"{entry.batch:020d}"))
-        log.info(
-            "compaction %d of %s: %d files merged into %d (%s rows) in %s",
-            entry.batch,
-            self._where(entry),
-            len(entry.replaced_files),
-            len(entry.files),
-            entry.rows,
-            location,
-        )
-
     def _swap(self, entry: LogEntry) -> None:
-        """Merged-away files to the trash, then merged files into place; each move is skipped when a
-        previous run already made it."""
-        relative = next(iter(entry.partitions))
-        trash = join(self.path, TRASH_DIR, f"{entry.batch:020d}", relative)
+        """Step 4: merged-away files to the trash, then merged files into place; each move is skipped
+        when a previous run already made it."""
+        trash = join(self._trash_dir(entry.batch), next(iter(entry.partitions)))
         for source in entry.replaced_files:
             if self.fs.exists(source):
                 self.fs.move(source, join(trash, source.rsplit("/", 1)[1]))
@@ -321,10 +385,10 @@ class Compactor:
             if not self.fs.exists(planned.final):
                 place(planned.staged, planned.final)
 
-    def _relocate(self, relative: str, location: str) -> None:
+    def _relocate(self, entry: LogEntry, location: str) -> None:
         """Point the HMS partition at ``location``, with statistics of the files there."""
         assert self.metastore is not None
-        ident = self.table.identifier
+        ident, relative = self.table.identifier, next(iter(entry.partitions))
         found = self.metastore.get_partitions_by_names(ident.database, ident.name, [relative])
         if not found:
             raise CommitError(f"Partition {relative} of {ident} left the metastore during its compaction.")
@@ -336,8 +400,15 @@ class Compactor:
         partition.parameters = {**(partition.parameters or {}), **file_statistics(files, rows)}
         self.metastore.alter_partitions(ident.database, ident.name, [partition])
 
+    def _remove_work(self, entry: LogEntry) -> None:
+        self.fs.delete_dir(self._work_dir(entry.batch))
+        self.fs.delete_dir(self._trash_dir(entry.batch))
+
     def _work_dir(self, compaction_id: int) -> str:
         return join(self.path, WORK_DIR, f"{compaction_id:020d}")
+
+    def _trash_dir(self, compaction_id: int) -> str:
+        return join(self.path, TRASH_DIR, f"{compaction_id:020d}")
 
     def _where(self, entry: LogEntry) -> str:
         return f"{self.table.identifier} partition {next(iter(entry.partitions), '')}"
@@ -388,23 +459,36 @@ class MergingCommitPolicy(PartitionCommitPolicy):
     registers the compacted files.
     """
 
-    def __init__(self, target_size: str | None = None) -> None:
-        try:
-            self.target_size = parse_memory_size(target_size) if target_size else None
-        except ValueError as exc:
-            raise PolicyError(
-                f"MergingCommitPolicy: target size '{target_size}' is not {MEMORY_FORM}.",
-                option=fso.COMMIT_POLICY_CLASS_PARAMETERS.key,
-                value=target_size,
-            ) from exc
+    def __init__(self, target_size: str | None = None, reader_grace: str | None = None) -> None:
+        self.target_size = _policy_parameter(parse_memory_size, target_size, "target size", MEMORY_FORM)
+        grace = _policy_parameter(parse_duration, reader_grace, "reader grace", DURATION_FORM)
+        self.reader_grace = DEFAULT_READER_GRACE if grace is None else grace
 
-    def commit(self, context: PartitionCommitContext) -> None:
-        compactor = Compactor(context.table, context.metastore, self.target_size or target_size_of(context.table))
+    def commit_all(self, contexts: Sequence[PartitionCommitContext]) -> None:
+        if not contexts:
+            return
+        first = contexts[0]
+        target = self.target_size or target_size_of(first.table)
+        compactor = Compactor(first.table, first.metastore, target, self.reader_grace)
         compactor.recover()
-        if compactor.compact(context.relative_path, context.values) is not None:
+        compactor.compact([(context.relative_path, context.values) for context in contexts])
+        for context in contexts:
             context.files = data_files(context.fs, context.path)
             counts = [count_rows(context.fs, status, compactor.format) for status in context.files]
             context.row_count = None if None in counts else sum(c or 0 for c in counts)
+
+
+def _policy_parameter(parse: Callable[[str], T], text: str | None, what: str, form: str) -> T | None:
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise PolicyError(
+            f"MergingCommitPolicy: {what} '{text}' is not {form}.",
+            option=fso.COMMIT_POLICY_CLASS_PARAMETERS.key,
+            value=text,
+        ) from exc
 
 
 # -- sqlext compact --------------------------------------------------------------------------------
@@ -437,12 +521,10 @@ class CompactionSummary:
     files_before: int = 0
     files_after: int = 0
 
-    def add(self, entry: LogEntry | None) -> None:
-        self.partitions += 1
-        if entry is not None:
-            self.compacted += 1
-            self.files_before += len(entry.replaced_files)
-            self.files_after += len(entry.files)
+    def add(self, entry: LogEntry) -> None:
+        self.compacted += 1
+        self.files_before += len(entry.replaced_files)
+        self.files_after += len(entry.files)
 
 
 def compact_table(
@@ -450,22 +532,28 @@ def compact_table(
     metastore: MetastoreClient,
     partition_filters: Sequence[str] = (),
     target_size: int | None = None,
+    reader_grace: timedelta = DEFAULT_READER_GRACE,
     show_progress: bool = True,
 ) -> CompactionSummary:
     """Compact the committed partitions of ``table`` (those the HMS lists, narrowed by ``k=v``
-    filters), first finishing any compaction a crash interrupted."""
+    filters), first finishing any compaction a crash interrupted. Partitions go in chunks that share
+    one reader grace; at the end it waits the grace once more and removes the work dirs."""
     from tqdm import tqdm
 
-    compactor = Compactor(table, metastore, target_size or target_size_of(table))
+    compactor = Compactor(table, metastore, target_size or target_size_of(table), reader_grace)
     check_mergeable(table, compactor.format)
     compactor.recover()
-    ident = table.identifier
-    names = matching_partitions(
-        metastore.get_partition_names(ident.database, ident.name), table.partition_keys, partition_filters
-    )
-    summary = CompactionSummary()
-    with tqdm(names, desc=f"compacting {ident}", unit="partition", disable=not show_progress) as progress:
-        for name in progress:
-            summary.add(compactor.compact(name, parse_partition_path(name, table.partition_keys)))
-            progress.set_postfix(files=f"{summary.files_before}->{summary.files_after}")
+    ident, keys = table.identifier, table.partition_keys
+    names = matching_partitions(metastore.get_partition_names(ident.database, ident.name), keys, partition_filters)
+    summary = CompactionSummary(partitions=len(names))
+    with tqdm(total=len(names), desc=f"compacting {ident}", unit="partition", disable=not show_progress) as bar:
+        for start in range(0, len(names), PARTITIONS_PER_SWAP):
+            chunk = [(name, parse_partition_path(name, keys)) for name in names[start : start + PARTITIONS_PER_SWAP]]
+            for entry in compactor.compact(chunk):
+                summary.add(entry)
+            bar.update(len(chunk))
+            bar.set_postfix(files=f"{summary.files_before}->{summary.files_after}")
+    if summary.compacted:
+        compactor.wait_for_readers(summary.compacted)
+        compactor.remove_expired()
     return summary

@@ -409,21 +409,22 @@ class BatchCommitter:
 
     def _compact(self, ready: list[PendingPartition]) -> None:
         """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
-        work dir), then, with ``auto-compaction``, compact the partitions about to be committed."""
+        work dir), then, with ``auto-compaction``, compact the partitions about to be committed for
+        the first time (late data re-committing a partition is left to ``sqlext compact`` or the
+        merging policy: compacting files readers already see means waiting for those readers)."""
         if not self._compactions_recovered:
             self._compactor.recover()
             self._compactions_recovered = True
         if not self.settings.auto_compaction:
             return
         try:
-            for partition in ready:
-                entry = self._compactor.compact(partition.path, partition.values)
-                for planned in entry.files if entry else []:
-                    if planned.rows is not None:
-                        self._row_counts[planned.final] = planned.rows
+            entries = self._compactor.compact([(p.path, p.values) for p in ready], registered=False)
         except BaseException:
             self._compactions_recovered = False  # finish it before the next commit
             raise
+        for planned in (planned for entry in entries for planned in entry.files):
+            if planned.rows is not None:
+                self._row_counts[planned.final] = planned.rows
 
     def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)
