@@ -50,7 +50,7 @@ from sqlext.fs import FileStatus, FileSystem, join, normalize
 from sqlext.metastore.client import MetastoreClient
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
-from sqlext.sink.escaping import parse_partition_path
+from sqlext.sink.escaping import parse_partition_path, partition_path
 from sqlext.sink.files import count_rows, data_files
 from sqlext.sink.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
 from sqlext.table import TableDefinition
@@ -238,9 +238,11 @@ class Compactor:
         ``registered=False`` leaves alone the partitions the HMS already has (auto-compaction: only
         partitions no reader sees yet, so the sink never waits for readers)."""
         check_mergeable(self.table, self.format)
+        partitions = list(partitions)
+        locations = self._locations([relative for relative, _ in partitions])
         entries = []
         for relative, values in partitions:
-            entry = self._prepare(relative, values, registered)
+            entry = self._prepare(relative, values, locations[relative], registered)
             if entry is not None:
                 entries.append(entry)
         self._finish(entries)
@@ -270,9 +272,11 @@ class Compactor:
             if entry.state is State.COMPLETED and entry.batch_time_ms + grace_ms <= now_ms:
                 self._remove_work(entry)
 
-    def _prepare(self, relative: str, values: Sequence[str], registered: bool) -> LogEntry | None:
+    def _prepare(
+        self, relative: str, values: Sequence[str], where: tuple[str, bool], registered: bool
+    ) -> LogEntry | None:
         """Steps 1-2: plan, merge into the work dir, record ``inflight``."""
-        location, in_hms = self._location(relative)
+        location, in_hms = where
         if in_hms and not registered:
             return None
         files = [describe_file(self.fs, status, self.format) for status in data_files(self.fs, location)]
@@ -289,16 +293,14 @@ class Compactor:
     def _finish(self, entries: Sequence[LogEntry]) -> None:
         """Steps 3-5 for every entry, each phase for all entries at once so one grace covers them all."""
         switched = [entry for entry in entries if entry.view is not None]
-        for entry in switched:
-            self._relocate(entry, str(entry.view))
+        self._relocate({next(iter(entry.partitions)): str(entry.view) for entry in switched})
         if switched:
             fault_point("after-switch")
             self.wait_for_readers(len(switched))
         for entry in entries:
             self._swap(entry)
+        self._relocate({next(iter(entry.partitions)): self._location_of(entry) for entry in switched})
         for entry in entries:
-            if entry.view is not None:
-                self._relocate(entry, self._location_of(entry))
             entry.committed_partitions = list(entry.partitions)
             entry.batch_time_ms = int(time.time() * 1000)  # completion time: the work dir's grace starts
             self.log.transition(entry, State.COMPLETED)
@@ -326,14 +328,21 @@ class Compactor:
             )
             time.sleep(seconds)
 
-    def _location(self, relative: str) -> tuple[str, bool]:
-        """Where the partition's files are: its HMS location when the HMS has it, else the usual path."""
-        if self.metastore is not None:
+    def _locations(self, relatives: Sequence[str]) -> dict[str, tuple[str, bool]]:
+        """Where each partition's files are, and whether the HMS has it: its HMS location when it does,
+        else the usual path. One HMS call for all."""
+        found = {}
+        if self.metastore is not None and relatives:
             ident = self.table.identifier
-            found = self.metastore.get_partitions_by_names(ident.database, ident.name, [relative])
-            if found:
-                return normalize(found[0].sd.location), True
-        return join(self.path, relative), False
+            for partition in self.metastore.get_partitions_by_names(ident.database, ident.name, list(relatives)):
+                found[self._relative(partition.values)] = normalize(partition.sd.location)
+        return {
+            relative: (found[relative], True) if relative in found else (join(self.path, relative), False)
+            for relative in relatives
+        }
+
+    def _relative(self, values: Sequence[str]) -> str:
+        return partition_path(self.table.partition_keys, values, "")
 
     @staticmethod
     def _location_of(entry: LogEntry) -> str:
@@ -385,20 +394,25 @@ class Compactor:
             if not self.fs.exists(planned.final):
                 place(planned.staged, planned.final)
 
-    def _relocate(self, entry: LogEntry, location: str) -> None:
-        """Point the HMS partition at ``location``, with statistics of the files there."""
+    def _relocate(self, locations: dict[str, str]) -> None:
+        """Point HMS partitions (by ``k=v/...`` path) at new locations, with statistics of the files
+        there; one read and one alter call for all."""
+        if not locations:
+            return
         assert self.metastore is not None
-        ident, relative = self.table.identifier, next(iter(entry.partitions))
-        found = self.metastore.get_partitions_by_names(ident.database, ident.name, [relative])
-        if not found:
-            raise CommitError(f"Partition {relative} of {ident} left the metastore during its compaction.")
-        partition = found[0]
-        files = data_files(self.fs, location)
-        counts = [count_rows(self.fs, status, self.format) for status in files]
-        rows = None if None in counts else sum(c or 0 for c in counts)
-        partition.sd.location = location
-        partition.parameters = {**(partition.parameters or {}), **file_statistics(files, rows)}
-        self.metastore.alter_partitions(ident.database, ident.name, [partition])
+        ident = self.table.identifier
+        partitions = self.metastore.get_partitions_by_names(ident.database, ident.name, list(locations))
+        by_path = {self._relative(partition.values): partition for partition in partitions}
+        for relative, location in locations.items():
+            partition = by_path.get(relative)
+            if partition is None:
+                raise CommitError(f"Partition {relative} of {ident} left the metastore during its compaction.")
+            files = data_files(self.fs, location)
+            counts = [count_rows(self.fs, status, self.format) for status in files]
+            rows = None if None in counts else sum(c or 0 for c in counts)
+            partition.sd.location = location
+            partition.parameters = {**(partition.parameters or {}), **file_statistics(files, rows)}
+        self.metastore.alter_partitions(ident.database, ident.name, list(by_path.values()))
 
     def _remove_work(self, entry: LogEntry) -> None:
         self.fs.delete_dir(self._work_dir(entry.batch))
