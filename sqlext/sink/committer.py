@@ -130,6 +130,7 @@ class BatchCommitter:
         self._lock = threading.RLock()
         self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
         self._compactions_recovered = False
+        self._committed_here: set[str] = set()
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -404,8 +405,9 @@ class BatchCommitter:
             if index:
                 fault_point("between-policies", batch)
             policy.commit_all(contexts)
-        if self.spark is not None and hms_table is not None:
+        if self.spark is not None and hms_table is not None and self._may_be_cached(ready):
             self._refresh_spark_cache()
+        self._committed_here.update(partition.path for partition in ready)
 
     def _compact(self, ready: list[PendingPartition]) -> None:
         """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
@@ -451,6 +453,18 @@ class BatchCommitter:
             hms_table=hms_table,
             row_count=rows,
         )
+
+    def _may_be_cached(self, ready: list[PendingPartition]) -> bool:
+        """Whether this session may hold a stale file listing of a partition being committed.
+
+        Spark asks the HMS for a table's partitions at every query and caches file listings by path,
+        so a partition committed for the first time is seen without a refresh; one committed again
+        (late data) may have its old listing cached. Refreshing costs about half a second per commit
+        (profiled), so it is done only then, and once after a restart (when what was committed
+        before is not known here)."""
+        if not self._committed_here:
+            return True
+        return any(partition.path in self._committed_here for partition in ready)
 
     def _refresh_spark_cache(self) -> None:
         ident = self.settings.table.identifier
