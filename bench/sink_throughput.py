@@ -44,10 +44,13 @@ COLUMNS = (
 )
 
 
-def _events(spark: Any, input_dir: Path) -> Any:
+def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None) -> Any:
+    """The input files as a stream with a watermark on ``ts`` and ``dt``/``hr`` columns."""
+    reader = spark.readStream.schema(EVENT_DDL)
+    if files_per_trigger:
+        reader = reader.option("maxFilesPerTrigger", files_per_trigger)
     return (
-        spark.readStream.schema(EVENT_DDL)
-        .parquet(input_dir.as_uri())
+        reader.parquet(input_dir.as_uri())
         .withWatermark("ts", "0 seconds")
         .selectExpr(
             "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
@@ -55,9 +58,10 @@ def _events(spark: Any, input_dir: Path) -> Any:
     )
 
 
-def spark_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
+def spark_file_sink(spark: Any, input_dir: Path, work: Path, files_per_trigger: int | None = None) -> Any:
+    """Spark's own streaming file sink into ``work/table``; returns the finished query."""
     query = (
-        _events(spark, input_dir)
+        events(spark, input_dir, files_per_trigger)
         .writeStream.format("parquet")
         .partitionBy("dt", "hr")
         .option("checkpointLocation", (work / "checkpoint").as_uri())
@@ -65,6 +69,7 @@ def spark_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
         .start((work / "table").as_uri())
     )
     query.awaitTermination()
+    return query
 
 
 def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str) -> None:
@@ -96,7 +101,7 @@ def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Pat
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
     )
     plan = InsertPlan(name, (work / "checkpoint").as_uri(), available_now=True)
-    query = FileSystemSink(context).start_stream(_events(spark, input_dir), plan)
+    query = FileSystemSink(context).start_stream(events(spark, input_dir), plan)
     running = running_insert(str(query.id))
     assert running is not None
     running.wait()

@@ -31,8 +31,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.common import EVENT_DDL, median, metastore, print_table, scratch_dir, spark_session, write_result
-from bench.sink_throughput import COLUMNS
+from bench.common import median, metastore, print_table, scratch_dir, spark_session, write_result
+from bench.sink_throughput import COLUMNS, events, spark_file_sink
 from sqlext.catalog import Catalog
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
@@ -64,18 +64,6 @@ def write_steady_input(directory: Path, batches: int, rows: int, minutes: int) -
         path = directory / f"batch-{batch:05d}.parquet"
         pq.write_table(table, path)
         os.utime(path, (1_700_000_000 + batch, 1_700_000_000 + batch))
-
-
-def _stream(spark: Any, input_dir: Path) -> Any:
-    return (
-        spark.readStream.schema(EVENT_DDL)
-        .option("maxFilesPerTrigger", 1)
-        .parquet(input_dir.as_uri())
-        .withWatermark("ts", "0 seconds")
-        .selectExpr(
-            "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
-        )
-    )
 
 
 def _rss_kb(pid: int) -> int:
@@ -136,24 +124,11 @@ def run_sqlext(spark: Any, client: MetastoreClient, uri: str, input_dir: Path, w
     context = SimpleNamespace(spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=uri), config=None)
     plan = InsertPlan("steady", (work / "checkpoint").as_uri(), available_now=True)
     with BatchSampler(spark, work / "checkpoint" / "sqlext" / "trigger-state.json") as sampler:
-        query = FileSystemSink(context).start_stream(_stream(spark, input_dir), plan)
+        query = FileSystemSink(context).start_stream(events(spark, input_dir, files_per_trigger=1), plan)
         running = running_insert(str(query.id))
         assert running is not None
         running.wait()
     return sampler, query
-
-
-def run_spark_sink(spark: Any, input_dir: Path, work: Path) -> Any:
-    query = (
-        _stream(spark, input_dir)
-        .writeStream.format("parquet")
-        .partitionBy("dt", "hr")
-        .option("checkpointLocation", (work / "spark-checkpoint").as_uri())
-        .trigger(availableNow=True)
-        .start((work / "spark-table").as_uri())
-    )
-    query.awaitTermination()
-    return query
 
 
 def batch_durations(query: Any) -> list[float]:
@@ -209,7 +184,7 @@ def main() -> None:
         sampler, sqlext_query = run_sqlext(spark, client, hms.uri, home / "input", home)
         print(f"  sqlext: {len(sampler.samples)} batches in {time.perf_counter() - started:.0f} s", flush=True)
         started = time.perf_counter()
-        spark_query = run_spark_sink(spark, home / "input", home)
+        spark_query = spark_file_sink(spark, home / "input", home / "spark", files_per_trigger=1)
         print(f"  spark file sink: done in {time.perf_counter() - started:.0f} s", flush=True)
         latencies = commit_latency(client, (home / "table").as_uri())
         durations = {"sqlext": batch_durations(sqlext_query), "spark_file_sink": batch_durations(spark_query)}

@@ -1,0 +1,70 @@
+"""Plot the latest benchmark results (bench/results/*.json) into bench/results/summary.png.
+
+python -m bench.plot        # needs matplotlib: pip install 'sqlext[bench]'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS
+
+
+def _load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _bars(axis: Any, title: str, values: dict[str, float], unit: str) -> None:
+    names = list(values)
+    axis.bar(range(len(names)), [values[n] for n in names], color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"])
+    axis.set_xticks(range(len(names)), [n.replace(" ", "\n").replace("+", "+\n") for n in names], fontsize=7)
+    axis.set_title(title, fontsize=9)
+    axis.set_ylabel(unit, fontsize=8)
+
+
+def main() -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    throughput, registration = _load("sink_throughput"), _load("partition_registration")
+    compaction, steady = _load("compaction"), _load("steady_state")
+    if throughput:
+        rates = {name: value / 1e6 for name, value in throughput["rows_per_s"].items()}
+        _bars(axes[0][0], f"sink throughput ({throughput['params']['rows'] / 1e6:g}M rows)", rates, "Mrows/s")
+    if registration:
+        _bars(axes[0][1], "registering 2,000 partitions", registration["partitions_per_s"], "partitions/s")
+    if compaction:
+        _bars(axes[0][2], "compaction of small parquet files", compaction["mb_per_s"], "MB/s")
+    if steady:
+        samples = steady["samples"]
+        batches = [s["batch"] for s in samples]
+        for name, values in steady["batch_seconds"].items():
+            axes[1][0].plot(range(len(values)), values, lw=0.7, label=f"{name} batch")
+        axes[1][0].plot(batches, [s["commit_s"] for s in samples], lw=0.5, ls=":", label="sqlext write + commit part")
+        axes[1][0].set_title("seconds per batch", fontsize=9)
+        axes[1][0].legend(fontsize=7)
+        axes[1][1].plot(batches, [s["jvm_rss_mb"] for s in samples], lw=0.8, label="driver JVM RSS")
+        axes[1][1].plot(batches, [s["python_rss_mb"] for s in samples], lw=0.8, label="driver Python RSS")
+        axes[1][1].set_title("driver memory (MB) per batch", fontsize=9)
+        axes[1][1].legend(fontsize=7)
+        latency = steady["commit_latency"]
+        axes[1][2].bar(range(len(latency)), [item["ms_from_due_batch_start"] for item in latency], color="#55a868")
+        axes[1][2].set_title(
+            "commit latency: ms from the start of the batch whose\nwatermark passes the partition", fontsize=9
+        )
+        axes[1][2].set_xlabel("partition (hour)", fontsize=8)
+    figure.tight_layout()
+    target = RESULTS / "summary.png"
+    figure.savefig(target, dpi=110)
+    print(f"written {target}")
+    return target
+
+
+if __name__ == "__main__":
+    main()
