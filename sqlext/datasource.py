@@ -18,7 +18,9 @@ How it differs from the ``INSERT`` path, and why:
 
 Options: ``table`` (required), ``pipeline.name`` (the writing query's stable name; default
 ``sqlext_<db>_<table>``: give each query writing one table its own), ``metastore.uris`` (default: the
-``spark.sqlext.metastore.uris`` seen by :func:`register`).
+``spark.sqlext.metastore.uris`` seen by :func:`register`), ``metastore.retry.deadline`` (how long the start
+waits for a metastore that does not answer; default the ``spark.sqlext.metastore.retry.deadline`` seen by
+:func:`register`, else 60 s).
 """
 
 from __future__ import annotations
@@ -33,11 +35,14 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.fs import FileSystem, join
+from sqlext.metastore.client import RetryPolicy
+from sqlext.options import parse_duration
 from sqlext.sink.committer import BatchCommitter, BatchInfo, StagedFile
 from sqlext.sink.settings import SinkSettings
 from sqlext.table import TableDefinition, TableIdentifier
 
 FORMAT_NAME = "sqlext"
+RETRY_DEADLINE_OPTION = "metastore.retry.deadline"
 _WRITABLE_FORMATS = ("parquet", "orc", "csv")
 
 
@@ -68,18 +73,34 @@ class SqlextDataSource(DataSource):
                 "format('sqlext') does not know the metastore: call sqlext.register(spark) on this session, "
                 "or give .option('metastore.uris', 'thrift://host:port')."
             )
-        table = load_sink_table(uri, TableIdentifier.parse(options["table"]))
+        table = load_sink_table(uri, TableIdentifier.parse(options["table"]), _retry(options))
         ident = table.identifier
         query = options.get("pipeline.name") or f"sqlext_{ident.database}_{ident.name}"
         return SqlextStreamWriter(SinkSettings.from_table(table), query, uri)
 
 
-def load_sink_table(metastore_uri: str, ident: TableIdentifier) -> TableDefinition:
-    """The sqlext table ``ident``; a clear error if it does not exist or is not a filesystem table."""
+def _retry(options: dict[str, str]) -> RetryPolicy:
+    """The retry policy of the start's metastore calls, from ``metastore.retry.deadline``."""
+    raw = options.get(RETRY_DEADLINE_OPTION)
+    if not raw:
+        return RetryPolicy()
+    try:
+        return RetryPolicy(deadline_s=parse_duration(raw).total_seconds())
+    except ValueError as exc:
+        raise ValidationError(
+            f"format('sqlext'): invalid value for option '{RETRY_DEADLINE_OPTION}': '{raw}'. Expected {exc}.",
+            option=RETRY_DEADLINE_OPTION,
+            value=raw,
+        ) from None
+
+
+def load_sink_table(metastore_uri: str, ident: TableIdentifier, retry: RetryPolicy | None = None) -> TableDefinition:
+    """The sqlext table ``ident``; a clear error if it does not exist or is not a filesystem table, or
+    (:class:`MetastoreUnavailableError`, after ``retry``'s deadline) if the metastore does not answer."""
     from sqlext.catalog import Catalog
     from sqlext.metastore.client import MetastoreClient
 
-    with MetastoreClient(metastore_uri) as client:
+    with MetastoreClient(metastore_uri, retry) as client:
         try:
             table = Catalog(client).get_table(ident)
         except TableNotFoundError as exc:
@@ -222,12 +243,17 @@ def register(spark: Any) -> None:
     """Register ``format("sqlext")`` on a Spark session (classic or Spark Connect); idempotent.
 
     The metastore the data source uses is the session's ``spark.sqlext.metastore.uris`` (or the embedded
-    metastore, started if needed)."""
-    from sqlext.config import SqlextConfig
+    metastore, started if needed), waited for up to its ``spark.sqlext.metastore.retry.deadline``."""
+    from sqlext.config import METASTORE_RETRY_DEADLINE, METASTORE_URIS, SqlextConfig
     from sqlext.metastore import launcher
 
-    uri = spark.conf.get("spark.sqlext.metastore.uris", None) or SqlextConfig.load().metastore_uris
+    config = SqlextConfig.load()
+    uri = spark.conf.get(METASTORE_URIS, None) or config.metastore_uris
     if not uri:
-        uri = launcher.start(SqlextConfig.load().metastore_settings()).uri
-    source = type("SqlextDataSource", (SqlextDataSource,), {"defaults": {"metastore.uris": uri}})
+        uri = launcher.start(config.metastore_settings()).uri
+    defaults = {"metastore.uris": uri}
+    deadline = spark.conf.get(METASTORE_RETRY_DEADLINE, None) or config.get(METASTORE_RETRY_DEADLINE)
+    if deadline:
+        defaults[RETRY_DEADLINE_OPTION] = deadline
+    source = type("SqlextDataSource", (SqlextDataSource,), {"defaults": defaults})
     spark.dataSource.register(source)

@@ -10,6 +10,10 @@ Retries cover the transport only (refused connection, reset socket, timeout). Er
 with (``NoSuchObjectException``, ``AlreadyExistsException``, ``MetaException``) are the caller's to
 handle and are never retried. A call retried after a transport error may have been applied once
 already, so callers make their calls idempotent (``ifNotExists``, alter-or-create).
+
+A metastore that is down when a statement or a query starts is waited for: each call retries until the
+deadline (``spark.sqlext.metastore.retry.deadline``, default 60 s), logging every retry with the URI, then
+raises :class:`MetastoreUnavailableError` naming the URI, the call and what to do.
 """
 
 from __future__ import annotations
@@ -42,6 +46,13 @@ T = TypeVar("T")
 PARTITION_BATCH = 100
 
 _TRANSPORT_ERRORS = (TTransportException, OSError, EOFError, socket.timeout)
+
+#: What to do when the metastore does not answer (ends the error's message).
+UNAVAILABLE_HINT = (
+    "Start it or make it reachable (for sqlext's embedded metastore: 'sqlext metastore status' / 'start'), "
+    "check that spark.sqlext.metastore.uris names it, and set spark.sqlext.metastore.retry.deadline to "
+    "wait longer for it."
+)
 
 
 @dataclass(frozen=True)
@@ -151,7 +162,9 @@ class MetastoreClient:
                 if time.monotonic() + delay > deadline:
                     raise MetastoreUnavailableError(
                         f"Hive Metastore at {self.uri} did not answer '{method}' within "
-                        f"{self.retry.deadline_s:g} s ({attempt} attempts; last error: {exc})."
+                        f"{self.retry.deadline_s:g} s ({attempt} attempts; last error: {exc}). {UNAVAILABLE_HINT}",
+                        option="spark.sqlext.metastore.uris",
+                        value=self.uri,
                     ) from exc
                 log.warning(
                     "Hive Metastore at %s unreachable for %s (attempt %d: %s); retrying in %.1f s",

@@ -1,4 +1,5 @@
-"""Session-scoped real services: a Hive Metastore from the launcher, Spark pointed at it, PostgreSQL."""
+"""Real services for tests: a Hive Metastore from the launcher, Spark pointed at it, PostgreSQL, and a
+metastore per backend (Derby, PostgreSQL) for the suites that must hold on both."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ import pytest
 
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
-from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.paths import packaged_conf_dir
 from tests.support.waiting import free_port, wait_for
 
@@ -87,6 +89,19 @@ class PostgresServer:
     def jdbc_url(self) -> str:
         return f"jdbc:postgresql://127.0.0.1:{self.port}/{self.database}"
 
+    def new_database(self) -> str:
+        """Create an empty database of its own (one per metastore) and return its JDBC URL."""
+        bin_dir = _postgres_bin()
+        assert bin_dir is not None
+        name = f"hms_{uuid.uuid4().hex[:12]}"
+        subprocess.run(
+            [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", self.user, name],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PGPASSWORD": self.password},
+        )
+        return f"jdbc:postgresql://127.0.0.1:{self.port}/{name}"
+
 
 def _postgres_bin() -> Path | None:
     candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
@@ -152,3 +167,64 @@ def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServe
     )
     wait_for(lambda: not (data / "postmaster.pid").exists(), 30, what="PostgreSQL to stop")
     shutil.rmtree(base, ignore_errors=True)
+
+
+#: The metastore backends the fault-tolerance suites run against (PostgreSQL ones carry the marker).
+BACKENDS = [
+    pytest.param(Backend.DERBY, id="derby"),
+    pytest.param(Backend.POSTGRES, id="postgres", marks=pytest.mark.postgres),
+]
+
+
+def own_metastore_settings(backend: Backend, home: Path, request: pytest.FixtureRequest) -> MetastoreSettings:
+    """Settings of a metastore of its own on a free port: Derby under ``home``, or PostgreSQL in a new
+    database of the session's PostgreSQL cluster."""
+    if backend is Backend.DERBY:
+        return MetastoreSettings(port=free_port(), home=home)
+    postgres: PostgresServer = request.getfixturevalue("postgres")
+    return MetastoreSettings(
+        port=free_port(),
+        home=home,
+        backend=Backend.POSTGRES,
+        jdbc_url=postgres.new_database(),
+        user=postgres.user,
+        password=postgres.password,
+    )
+
+
+@dataclass(frozen=True)
+class BackendMetastore:
+    """A running metastore of one backend."""
+
+    backend: Backend
+    settings: MetastoreSettings
+    #: True when the tests' Spark session reads its Hive tables from this metastore.
+    spark_catalog: bool
+
+    @property
+    def uri(self) -> str:
+        return self.settings.uri
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend_metastore(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BackendMetastore]:
+    """Each backend in turn, for a module: Derby is the session's metastore (the one Spark's catalog
+    reads); PostgreSQL is a metastore started for the module on a database of its own."""
+    if request.param is Backend.DERBY:
+        yield BackendMetastore(Backend.DERBY, request.getfixturevalue("metastore"), spark_catalog=True)
+        return
+    settings = own_metastore_settings(Backend.POSTGRES, tmp_path_factory.mktemp("pg-metastore"), request)
+    launcher.start(settings)
+    try:
+        yield BackendMetastore(Backend.POSTGRES, settings, spark_catalog=False)
+    finally:
+        launcher.stop(settings)
+
+
+@pytest.fixture
+def backend_hms(backend_metastore: BackendMetastore) -> Iterator[MetastoreClient]:
+    """A client of ``backend_metastore``."""
+    with MetastoreClient(backend_metastore.uri) as client:
+        yield client
