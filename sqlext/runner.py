@@ -11,6 +11,7 @@ statement stops the run with exit code 1 and is named with its line.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import sys
 import threading
@@ -23,7 +24,11 @@ from sqlext.errors import SqlextError
 from sqlext.parser import split_statements
 
 log = logging.getLogger("sqlext.run")
-WAIT_SLICE_S = 1.0
+WAIT_SLICE_S = 1
+#: Spark's error for a file it cannot read (corrupt, truncated, another format, a column of another type).
+_UNREADABLE_FILE = re.compile(
+    r"\[(?P<error>FAILED_READ_FILE[A-Z_.]*)\] Encountered error while reading file (?P<file>\S+?)\.?\s"
+)
 
 
 def _first_line(statement: str) -> str:
@@ -80,7 +85,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
 
 def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
     """Wait until every started insert ended; SIGTERM/SIGINT stop them cleanly. Exit code 0 or 1."""
-    from sqlext.sink.filesystem import running_insert
+    from sqlext.sink.filesystem import query_ended, running_insert
 
     stop = threading.Event()
 
@@ -94,8 +99,9 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
         for job_id in job_ids:
             query = spark.streams.get(job_id)
             running = running_insert(job_id)
-            while query is not None and query.isActive and not stop.is_set():
-                query.awaitTermination(WAIT_SLICE_S)
+            while query is not None and not stop.is_set():
+                if query_ended(query, WAIT_SLICE_S):
+                    break
             if stop.is_set() and query is not None:
                 for other in job_ids:
                     handle = running_insert(other)
@@ -104,12 +110,26 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
             if running is not None:
                 running.wait()
             if query is not None and query.exception() is not None:
-                print(f"sqlext: insert {query.name} failed: {query.exception()}", file=sys.stderr)
+                failure = str(query.exception())
+                print(f"sqlext: insert {query.name} failed: {failure}{failure_hint(failure)}", file=sys.stderr)
                 failed = True
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
+
+
+def failure_hint(failure: str) -> str:
+    """What to do about a failed insert, when its error says (empty when sqlext has nothing to add)."""
+    unreadable = _UNREADABLE_FILE.search(failure)
+    if unreadable:
+        return (
+            f"\nsqlext: source file {unreadable.group('file')} could not be read ({unreadable.group('error')}). "
+            "Replace it with a readable file, or skip such files with ALTER TABLE <source> SET "
+            "('source.ignore-corrupt-files' = 'true'); then run again: the insert resumes at the batch that "
+            "failed, and nothing of that batch was committed."
+        )
+    return ""
 
 
 def run_file(path: str | Path, conf: Mapping[str, str]) -> int:

@@ -27,7 +27,7 @@ from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.sink.commitlog import CommitLog
 from tests.support.services import BackendMetastore
 from tests.support.streams import write_hourly_events
-from tests.support.tables import create_in_hms, events_table
+from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
@@ -69,15 +69,8 @@ def _assert_table_holds_input_exactly_once(
     )
     ids = sorted(row["id"] for row in rows)
     assert ids == list(range(hours * ROWS_PER_HOUR)), "rows lost or duplicated"
-    names = sorted(hms.get_partition_names(database, "events"))
-    assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
-    for partition in hms.get_partitions_by_names(database, "events", names):
-        directory = table_dir / f"dt={partition.values[0]}" / f"hr={partition.values[1]}"
-        data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
-        assert (directory / "_SUCCESS").is_file()
-        assert partition.parameters["numFiles"] == str(len(data_files))
-        assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
-        assert partition.parameters["numRows"] == str(ROWS_PER_HOUR)
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
+    assert_partitions_committed(hms, database, "events", table_dir, names, ROWS_PER_HOUR)
     leftovers = [p for p in (table_dir / "_sqlext" / "staging").rglob("*") if p.is_file()]
     assert leftovers == [], "in-progress files left behind"
     hidden_in_partitions = [p for p in table_dir.glob("dt=*/hr=*/.*")]

@@ -15,7 +15,12 @@ As a source:
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
-- format options lose their prefix and take Spark's names (see :func:`reader_options`).
+- format options lose their prefix and take Spark's names (see :func:`reader_options`);
+- a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
+  fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
+  that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
+  instead, also for the replay of a batch that failed on one. parquet and orc columns are matched by name:
+  a column missing from a file reads as NULL, a column the table does not declare is not read.
 
 As a sink it is :class:`sqlext.sink.filesystem.FileSystemSink` (partition commit and all).
 """
@@ -107,6 +112,8 @@ class FileSystemTableFactory(ConnectorFactory):
         options = Options(table.options)
         fmt = options.require(fso.FORMAT)
         reader_opts = reader_options(fmt, options.with_prefix(f"{fmt}."))
+        if options.get(fso.SOURCE_IGNORE_CORRUPT_FILES):
+            reader_opts["ignoreCorruptFiles"] = "true"
         if context.streaming:
             reader: Any = context.spark.readStream
             max_files = options.get(fso.SOURCE_MAX_FILES_PER_TRIGGER)

@@ -83,6 +83,15 @@ SOURCE_MAX_FILES_PER_TRIGGER = ConfigOption(
     "sqlext: at most this many new files per micro-batch of a streaming read (Flink has no such cap).",
     check=positive,
 )
+SOURCE_IGNORE_CORRUPT_FILES = ConfigOption(
+    "source.ignore-corrupt-files",
+    BOOLEAN,
+    False,
+    "sqlext: skip source files that cannot be read as the table's format (corrupt, truncated, not of that "
+    "format, or with a column of another type than the table's), each with a warning in Spark's log naming it. "
+    "Default false: such a file stops the insert at the batch that reads it, with an error naming the file (as "
+    "in Flink); set this and run the insert again to skip it. Columns missing from a file read as NULL either way.",
+)
 
 ROLLING_FILE_SIZE = ConfigOption(
     "sink.rolling-policy.file-size",
@@ -235,6 +244,7 @@ SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     SOURCE_MONITOR_INTERVAL,
     SOURCE_PATH_REGEX,
     SOURCE_MAX_FILES_PER_TRIGGER,
+    SOURCE_IGNORE_CORRUPT_FILES,
 )
 
 SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (

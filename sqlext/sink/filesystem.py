@@ -54,10 +54,13 @@ class RunningInsert:
     def watch(self) -> None:
         """Tick the committer while the query runs; on a clean end of a bounded input, commit all."""
         try:
-            while not self.query.awaitTermination(TICK_INTERVAL_S):
+            while not query_ended(self.query, TICK_INTERVAL_S):
                 if self.committer.settings.partitioned:
                     self.committer.tick()
-            if self.query.exception() is None and self.bounded and not self.stopped:
+            failure = self.query.exception()
+            if failure is not None:
+                log.error("%s: the query failed; nothing of its failed batch is committed: %s", self.name, failure)
+            elif self.bounded and not self.stopped:
                 self._end_of_input()
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
@@ -78,12 +81,28 @@ class RunningInsert:
                     raise
                 log.warning("%s: end of input waits for the metastore", self.committer.query_name)
 
+    @property
+    def name(self) -> str:
+        return self.committer.query_name
+
     def wait(self, timeout_s: float | None = None) -> bool:
-        """Wait until the query ended and its end-of-input commit ran; re-raise a commit error."""
+        """Wait until the query ended and its end-of-input commit ran; re-raise a commit error (the query's
+        own failure is ``query.exception()``)."""
         done = self.finished.wait(timeout_s)
         if self.error is not None:
             raise self.error
         return done
+
+
+def query_ended(query: StreamingQuery, timeout_s: int) -> bool:
+    """Wait up to ``timeout_s`` for the query to end; True once it ended, also when it failed (Spark's
+    ``awaitTermination`` raises then; ``query.exception()`` says why)."""
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        return bool(query.awaitTermination(timeout_s))
+    except StreamingQueryException:
+        return True
 
 
 #: Running inserts of this driver, by streaming query id.

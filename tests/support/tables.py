@@ -38,3 +38,21 @@ def create_in_hms(client: MetastoreClient, table: TableDefinition) -> None:
     """Create the database (if missing) and the table, as sqlext DDL would (through the catalog)."""
     client.create_database(table.identifier.database)
     Catalog(client).create_table(table)
+
+
+def assert_partitions_committed(
+    hms: MetastoreClient, database: str, name: str, table_dir: Path, names: list[str], rows_each: int
+) -> None:
+    """The HMS lists exactly the partitions ``names`` (``k=v/k=v``) of the table, and each has its success
+    file and numFiles/totalSize/numRows matching the data files in its directory."""
+    assert sorted(hms.get_partition_names(database, name)) == sorted(names)
+    table = hms.get_table(database, name)
+    assert table is not None
+    keys = [key.name for key in table.partitionKeys]
+    for partition in hms.get_partitions_by_names(database, name, names):
+        directory = table_dir.joinpath(*(f"{k}={v}" for k, v in zip(keys, partition.values, strict=True)))
+        data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
+        assert (directory / "_SUCCESS").is_file(), f"no _SUCCESS in {directory}"
+        assert partition.parameters["numFiles"] == str(len(data_files))
+        assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
+        assert partition.parameters["numRows"] == str(rows_each)
