@@ -11,7 +11,8 @@ How it differs from the ``INSERT`` path, and why:
   reads them; orc; csv) into hidden staging dirs, and report them in their commit messages.
 - ``commit(messages, batchId)`` runs on the driver in a Python worker that Spark starts for each batch
   (SPARK-48330): nothing survives on ``self``. The batch id and the table's commit log make a replayed
-  batch a no-op; the trigger state lives in ``<table path>/_sqlext/state/<query>/``.
+  batch a no-op; the trigger state lives in ``<table path>/_sqlext/state/<query>/``. Files staged by a
+  replay, or by an attempt whose process died, are deleted once a batch has been committed.
 - The writer does not see Spark's watermark. For ``partition-time``, the watermark a batch commits with is
   the largest event time of the previous batches minus the lateness of the table's ``WATERMARK FOR``
   declaration (the sink table must declare one), as Spark would compute it.
@@ -134,7 +135,7 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
         if not batches:
             return StagedFiles()
         rows = pa.Table.from_batches(batches)
-        staging = join(self.settings.path, "_sqlext", "staging", self.query_name, f"task-{uuid.uuid4().hex}")
+        staging = join(self.staging_root, f"task-{uuid.uuid4().hex}")
         fs = FileSystem(self.settings.path)
         files = [
             self._write_group(fs, staging, group, values) for values, group in _split_by_keys(rows, self.settings.keys)
@@ -165,6 +166,9 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
                 committer.save_state()
         finally:
             committer.close()
+        # Every file of the batch is in its partition and the next batch has not started: what is left in
+        # this query's staging dir was written by attempts that died, or by a replay of a committed batch.
+        FileSystem(self.settings.path).delete_dir(self.staging_root)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         fs = FileSystem(self.settings.path)
@@ -172,6 +176,11 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
             if isinstance(message, StagedFiles):
                 for staged in message.files:
                     fs.delete_file(staged.uri)
+
+    @property
+    def staging_root(self) -> str:
+        """This query's hidden staging dir (one ``task-*`` dir per writing task)."""
+        return join(self.settings.path, "_sqlext", "staging", self.query_name)
 
     @property
     def state_dir(self) -> str:

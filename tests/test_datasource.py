@@ -1,24 +1,34 @@
-"""``format("sqlext")``: the Python data source writer commits through the same protocol as INSERT."""
+"""``format("sqlext")``: the Python data source writer commits through the same protocol as INSERT, and a
+writer process killed between batches and run again leaves every row exactly once."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pyarrow.dataset as ds
 import pytest
 
 from sqlext.datasource import SqlextDataSource, SqlextStreamWriter
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.commitlog import CommitLog
+from sqlext.sink.commitlog import CommitLog, State
 from sqlext.sink.settings import SinkSettings
 from sqlext.table import TableDefinition, Watermark
+from tests.support.services import spark_own_sql
 from tests.support.streams import hourly_event_stream, write_hourly_events
-from tests.support.tables import create_in_hms, events_table
+from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _register_for(spark: Any, table: TableDefinition, metastore_uri: str, name: str) -> None:
@@ -137,3 +147,56 @@ def test_register_resolves_the_table_and_refuses_unknown_or_non_sqlext_tables(
     query.awaitTermination()
     assert query.exception() is None
     assert hms.get_partition_names("ds_db", "registered") == ["dt=2026-11-22/hr=00"]
+
+
+def _input_rows(input_dir: Path) -> list[tuple[Any, ...]]:
+    """The input events as the table holds them: (id, user_id, amount, ts, dt, hr), by id."""
+    events = ds.dataset(input_dir, format="parquet").to_table().to_pylist()
+    rows = [(e["id"], e["user_id"], e["amount"], e["ts"], f"{e['ts']:%Y-%m-%d}", f"{e['ts']:%H}") for e in events]
+    return sorted(rows)
+
+
+def _completed_batches(log: CommitLog, query: str) -> int:
+    return sum(1 for entry in log.entries(query) if entry.state is State.COMPLETED)
+
+
+@pytest.mark.slow
+def test_a_writer_killed_between_batches_then_rerun_writes_every_row_exactly_once(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    hours, per_hour = 6, 30
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, per_hour)
+    table = events_table("ds_db", "killed", tmp_path / "table")  # process-time, delay 0
+    create_in_hms(hms, table)
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    query = "sqlext_ds_db_killed"  # format('sqlext')'s default pipeline.name for the table
+    directories = [str(tmp_path / "input"), str(tmp_path / "checkpoint")]
+    command = [sys.executable, "-m", "tests.support.datasource_job", metastore.uri, "ds_db.killed", *directories]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    # Its own session, so that SIGKILL takes the whole job at once: driver, JVM and Python workers.
+    first = subprocess.Popen(command, env=env, cwd=REPO, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_for(
+            lambda: _completed_batches(log, query) >= 2 or first.poll() is not None,
+            240,
+            what="the writer to commit two batches",
+        )
+        assert first.poll() is None, "the writer ended before it could be killed"
+        os.killpg(first.pid, signal.SIGKILL)
+    finally:
+        first.wait(timeout=60)
+    assert first.returncode == -signal.SIGKILL
+    assert _completed_batches(log, query) < hours, "the kill came after the last batch"
+
+    rerun = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert sorted(e.batch for e in log.entries(query) if e.state is State.COMPLETED) == list(range(hours))
+    spark.catalog.refreshTable("ds_db.killed")
+    read_back = spark_own_sql(spark)("SELECT id, user_id, amount, ts, dt, hr FROM ds_db.killed ORDER BY id")
+    assert [tuple(row) for row in read_back.collect()] == _input_rows(tmp_path / "input")
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
+    assert_partitions_committed(hms, "ds_db", "killed", tmp_path / "table", names, per_hour)
+    staged = [p for p in (tmp_path / "table" / "_sqlext" / "staging").rglob("*") if p.is_file()]
+    assert staged == [], "files of the killed run or of a replayed batch were left in staging"
