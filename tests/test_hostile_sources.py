@@ -1,7 +1,7 @@
 """Hostile files in a filesystem source: garbage named .parquet, a truncated parquet file, a column of another
-type, columns missing or extra. An unreadable file stops the insert with an error naming it and commits nothing
-of its batch; 'source.ignore-corrupt-files' skips it on the rerun; committed partitions stay exact throughout
-and nothing is written outside the table's location."""
+type, columns missing or extra, an empty file. An unreadable file stops the insert with an error naming it and
+commits nothing of its batch; 'source.ignore-corrupt-files' skips it on the rerun; committed partitions stay
+exact throughout and nothing is written outside the table's location."""
 
 from __future__ import annotations
 
@@ -136,12 +136,13 @@ def test_an_unreadable_source_file_stops_the_insert_naming_it_then_a_rerun_skips
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoints", "input", "table"]
 
 
-def test_columns_missing_from_a_source_file_read_as_null_and_extra_ones_are_not_read(
+def test_columns_missing_from_a_source_file_read_as_null_extra_ones_are_not_read_empty_files_are_skipped(
     sql: Any, spark: Any, hms: MetastoreClient, tmp_path: Path
 ) -> None:
     write_hourly_events(tmp_path / "input", START, hours=1, rows_per_hour=ROWS_PER_HOUR)
     narrow = {"id": [100], "user_id": ["narrow"], "ts": [datetime(2026, 11, 22, 0, 30)], "note": ["extra"]}
     pq.write_table(pa.table(narrow), tmp_path / "input" / "events-narrow.parquet")
+    (tmp_path / "input" / "events-empty.parquet").write_bytes(b"")  # e.g. a writer that died after creating it
     _create_tables(sql, tmp_path, "t_narrow")
 
     query = _insert(sql, spark, "t_narrow")

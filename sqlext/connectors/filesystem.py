@@ -20,7 +20,8 @@ As a source:
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
   that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
   instead, also for the replay of a batch that failed on one. parquet and orc columns are matched by name:
-  a column missing from a file reads as NULL, a column the table does not declare is not read.
+  a column missing from a file reads as NULL, a column the table does not declare is not read. An empty
+  (0-byte) file has no rows and is skipped.
 
 As a sink it is :class:`sqlext.sink.filesystem.FileSystemSink` (partition commit and all).
 """
