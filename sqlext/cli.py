@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from sqlext import thriftserver
 from sqlext.config import SqlextConfig
 from sqlext.errors import SqlextError
+from sqlext.gateway import control as gateway_control
 from sqlext.metastore import launcher
 from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.thriftserver import ThriftServerSettings
@@ -136,6 +138,52 @@ def _thriftserver(args: argparse.Namespace) -> int:
     return 0 if running else 3
 
 
+def _gateway_settings(args: argparse.Namespace) -> gateway_control.GatewaySettings:
+    conf = _parse_conf(args.conf)
+    config = SqlextConfig.load(conf)
+    uri = config.metastore_uris
+    if uri is None:
+        uri = launcher.start(config.metastore_settings()).uri  # the embedded one, started if needed
+    port = args.port if args.port is not None else gateway_control.DEFAULT_PORT
+    settings = gateway_control.GatewaySettings(metastore_uri=uri, port=port, host=args.host, conf=conf)
+    return replace(settings, home=Path(args.home).resolve()) if args.home else settings
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    settings = _gateway_settings(args)
+    if args.action == "start":
+        pid, already = gateway_control.start(settings)
+        state = "already running" if already else "started"
+        print(
+            f"sqlext gateway {state} (pid {pid}, metastore {settings.metastore_uri}, log {settings.log_file})",
+            file=sys.stderr,
+        )
+        print(settings.url)
+        return 0
+    if args.action == "stop":
+        print("stopped" if gateway_control.stop(settings) else f"no gateway started here runs on {settings.port}")
+        return 0
+    running = gateway_control.status(settings)
+    print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
+    return 0 if running else 3
+
+
+GATEWAY_HELP = """\
+A HiveServer2-protocol endpoint whose sessions run sqlext statements: beeline, PyHive and JDBC/ODBC
+tools connect as to HiveServer2 and run Flink DDL, SET, INSERT (streaming or batch), SHOW JOBS,
+STOP JOB '<id>' and Spark SQL queries. Each client session is a Spark session of its own (own SET
+options, current database, temporary tables); streaming inserts keep running after the client
+disconnects, and SHOW JOBS / STOP JOB see them from any session. Auth: SASL PLAIN without a password
+check (beeline's and PyHive's default) or NOSASL.
+
+  sqlext gateway start --port 10010 --conf spark.sqlext.metastore.uris=thrift://...   # prints the JDBC URL
+  beeline -u jdbc:hive2://127.0.0.1:10010/default -n "$USER"
+  sqlext gateway status | stop --port 10010
+
+Unlike 'sqlext thriftserver' (Spark's own HiveThriftServer2, Spark SQL only), statements go through
+sqlext's parser first, so Flink DDL and streaming INSERTs work; queries are Spark SQL either way."""
+
+
 def _run(args: argparse.Namespace) -> int:
     from sqlext.runner import run_file
 
@@ -225,6 +273,19 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
     server.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
     server.set_defaults(handler=_thriftserver)
+
+    gateway = commands.add_parser(
+        "gateway",
+        help="HiveServer2-protocol endpoint that runs sqlext statements (beeline, PyHive, JDBC)",
+        description=GATEWAY_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gateway.add_argument("action", choices=["start", "stop", "status"])
+    gateway.add_argument("--port", type=int, help="port (default 10010)")
+    gateway.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    gateway.add_argument("--home", help="directory for the pid file and log (default $SQLEXT_HOME/gateway)")
+    gateway.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    gateway.set_defaults(handler=_gateway)
 
     run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")
     run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")

@@ -1,0 +1,15 @@
+"""``sqlext gateway``: a HiveServer2-protocol endpoint whose sessions run sqlext statements.
+
+Any HiveServer2 client (beeline, PyHive, JDBC/ODBC tools) connects to it as to HiveServer2 (binary
+Thrift transport, SASL PLAIN framing without a password check, or NOSASL) and runs Flink DDL, ``SET``,
+streaming and batch INSERTs, ``SHOW JOBS`` / ``STOP JOB`` and Spark SQL queries, as
+``spark.sql`` does on a session :func:`sqlext.extend` extended.
+
+Modules: :mod:`~sqlext.gateway.transport` (SASL PLAIN / NOSASL server side),
+:mod:`~sqlext.gateway.server` (connections), :mod:`~sqlext.gateway.service` (the TCLIService calls),
+:mod:`~sqlext.gateway.sessions` (a Spark session per client session), :mod:`~sqlext.gateway.operations`
+(an operation's states), :mod:`~sqlext.gateway.results` (rows to typed columns),
+:mod:`~sqlext.gateway.metadata` (catalog browsing), :mod:`~sqlext.gateway.jobs` (SHOW JOBS, STOP JOB),
+:mod:`~sqlext.gateway.control` (``start``/``stop``/``status`` of the background process).
+The generated TCLIService bindings are PyHive's.
+"""

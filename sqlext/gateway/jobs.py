@@ -1,0 +1,145 @@
+"""The streaming inserts started through the gateway, listed and stopped from any session.
+
+Each session of the gateway is a Spark session of its own, and Spark lists a streaming query only in
+the session that started it. A client that disconnects leaves its inserts running; the next client
+must still see and stop them. So the gateway keeps the jobs itself, for all sessions, and answers
+Flink's ``SHOW JOBS`` and ``STOP JOB '<id>'`` from here. A job is listed from the moment its INSERT
+returns until the gateway stops, with Flink's states: RUNNING (also while a bounded insert commits its
+last partitions), FINISHED (a bounded insert that read all its input and committed it), FAILED,
+CANCELED (stopped with ``STOP JOB``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from TCLIService import ttypes
+
+from sqlext.errors import SqlextError
+from sqlext.gateway.results import ResultColumn, ResultSet
+from sqlext.parser import ShowJobs, StopJob, parse_statement
+
+if TYPE_CHECKING:
+    from sqlext.sink.filesystem import RunningInsert
+
+log = logging.getLogger("sqlext.gateway")
+#: How long STOP JOB waits for a stopped insert to close its committer.
+STOP_WAIT_S = 60.0
+
+#: Statements the registry answers (read by sqlext's parser once this cheap test matched).
+JOB_STATEMENT = re.compile(r"^\s*(SHOW\s+JOBS|STOP\s+JOB)\b", re.IGNORECASE)
+T = ttypes.TTypeId
+COLUMNS = (
+    ResultColumn("job_id", T.STRING_TYPE),
+    ResultColumn("job_name", T.STRING_TYPE),
+    ResultColumn("status", T.STRING_TYPE),
+    ResultColumn("start_time", T.TIMESTAMP_TYPE),
+)
+
+
+class JobStatus(StrEnum):
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+    CANCELED = "CANCELED"
+
+
+@dataclass
+class Job:
+    """One streaming insert: its Spark query and, for the filesystem sink, the insert that commits its
+    partitions (which goes on after the query ended, to commit the last ones)."""
+
+    job_id: str
+    job_name: str
+    started: datetime
+    query: Any | None
+    insert: RunningInsert | None = None
+    canceled: bool = False
+
+    @property
+    def status(self) -> JobStatus:
+        if self.query is not None and self.query.isActive:
+            return JobStatus.RUNNING
+        if self.insert is not None and not self.insert.finished.is_set():
+            return JobStatus.RUNNING  # the query ended; its last partitions are being committed
+        if self.canceled:
+            return JobStatus.CANCELED
+        query_failed = self.query is not None and self.query.exception() is not None
+        if query_failed or (self.insert is not None and self.insert.error is not None):
+            return JobStatus.FAILED
+        return JobStatus.FINISHED
+
+    def stop(self) -> None:
+        """Stop the query. Not an end of input: partitions still pending stay pending, and are
+        committed when the same insert runs again."""
+        self.canceled = True
+        if self.insert is not None:
+            self.insert.stop()
+            self.insert.finished.wait(STOP_WAIT_S)
+        elif self.query is not None:
+            self.query.stop()
+
+
+class JobRegistry:
+    """The gateway's jobs, by id (an insert started again under the same name replaces its entry)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, Job] = {}
+        self._lock = threading.Lock()
+
+    def record(self, spark: Any, job_id: str, job_name: str) -> Job:
+        """Keep the job an INSERT on ``spark`` (a Spark session) just started."""
+        from sqlext.sink.filesystem import running_insert
+
+        insert = running_insert(job_id)
+        # Spark lists only active queries: another sink's bounded insert may have ended already (FINISHED).
+        query = insert.query if insert is not None else spark.streams.get(job_id)
+        job = Job(job_id, job_name, datetime.now(), query, insert)
+        with self._lock:
+            self._jobs[job_id] = job
+        log.info("job %s (%s) started", job_id, job_name)
+        return job
+
+    def jobs(self) -> list[Job]:
+        with self._lock:
+            return sorted(self._jobs.values(), key=lambda job: job.started)
+
+    def show(self) -> ResultSet:
+        rows = [(j.job_id, j.job_name, str(j.status), j.started.isoformat(" ", "milliseconds")) for j in self.jobs()]
+        return ResultSet(COLUMNS, rows)
+
+    def stop(self, job_id: str) -> None:
+        """Stop a running job (Spark finishes the batch being committed first)."""
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise SqlextError(f"No job with id '{job_id}' was started through this gateway; SHOW JOBS lists them.")
+        status = job.status
+        if status is not JobStatus.RUNNING:
+            raise SqlextError(f"Job '{job_id}' ({job.job_name}) is not running: it is {status}.")
+        job.stop()
+        log.info("job %s (%s) stopped", job_id, job.job_name)
+
+    def stop_all(self) -> None:
+        """Stop every running job (when the gateway stops)."""
+        for job in self.jobs():
+            if job.status is JobStatus.RUNNING:
+                self.stop(job.job_id)
+
+    def execute(self, statement: str) -> ResultSet | None:
+        """Answer SHOW JOBS or STOP JOB; None for any other statement."""
+        if not JOB_STATEMENT.match(statement):
+            return None
+        parsed = parse_statement(statement)
+        if isinstance(parsed, ShowJobs):
+            return self.show()
+        if isinstance(parsed, StopJob):
+            self.stop(parsed.job_id)
+            return ResultSet([ResultColumn("result", T.STRING_TYPE)], [("OK",)])
+        return None
