@@ -223,6 +223,9 @@ def test_set_options_and_current_database_belong_to_each_session(gateway: Runnin
         assert ("pipeline.name", "only_mine") not in _rows(two, "SET")
         assert _rows(one, "SELECT current_database()") == [("gw_set",)]
         assert _rows(two, "SELECT current_database()") == [("default",)]
+        one.execute("CREATE TEMPORARY TABLE gw_set.mine (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '1')")
+        assert ("gw_set", "mine") in _rows(one, "SHOW TABLES IN gw_set")
+        assert ("gw_set", "mine") not in _rows(two, "SHOW TABLES IN gw_set")
     with _connect(gateway, database="gw_set", configuration={"execution.runtime-mode": "batch"}) as third:
         cursor = third.cursor()
         assert _rows(cursor, "SELECT current_database()") == [("gw_set",)]

@@ -91,8 +91,13 @@ class GatewayServer:
 
 def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> int:
     """Start Spark, serve until SIGTERM or Ctrl-C, then stop the jobs and Spark. Returns the exit code."""
+    from pyspark.logger import PySparkLogger
+
     from sqlext.session import spark_session
 
+    # A client's failing statement is answered to that client (and logged in a line by the session);
+    # pyspark would add the JVM stack trace of each one.
+    PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf))
     spark.sparkContext.setLogLevel("WARN")
     gateway = Gateway(spark)

@@ -95,6 +95,9 @@ class GatewaySession:
         context = self.spark.sparkContext
         context.setJobGroup(operation.job_group, operation.statement[:200], interruptOnCancel=True)
         operation.run(lambda: work(operation.statement))
+        if operation.error is not None:
+            first_line = operation.error.message.strip().splitlines()[0] if operation.error.message.strip() else ""
+            log.info("session %s: %r failed: %s", self.key.hex()[:8], operation.statement[:100], first_line)
 
     def _execute(self, statement: str) -> ResultSet:
         answered = self.jobs.execute(statement)
