@@ -97,8 +97,9 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
     failed = False
     try:
         for job_id in job_ids:
-            query = spark.streams.get(job_id)
             running = running_insert(job_id)
+            # spark.streams forgets a query once it ended: one that failed fast is only known to its insert.
+            query = running.query if running is not None else spark.streams.get(job_id)
             while query is not None and not stop.is_set():
                 if query_ended(query, WAIT_SLICE_S):
                     break

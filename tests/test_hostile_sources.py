@@ -81,16 +81,15 @@ def _create_tables(sql: Any, tmp_path: Path, name: str) -> None:
           'connector' = 'filesystem', 'path' = '{(tmp_path / "table").as_uri()}', 'format' = 'parquet')""")
 
 
-def _insert(sql: Any, spark: Any, name: str) -> Any:
+def _insert(sql: Any, name: str) -> Any:
     """Run the streaming INSERT from the source to the end of its files; return its (ended) query."""
     job = sql(
         f"INSERT INTO hostile_db.{name} SELECT id, user_id, amount, ts, "
         f"DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM hostile_db.{name}_src"
     ).first()
-    query = spark.streams.get(job.job_id)
-    running = running_insert(job.job_id)
-    assert query is not None and running is not None and running.wait(300)
-    return query
+    running = running_insert(job.job_id)  # spark.streams forgets a query that already ended
+    assert running is not None and running.wait(300)
+    return running.query
 
 
 def _files(root: Path) -> dict[str, int]:
@@ -119,7 +118,7 @@ def test_an_unreadable_source_file_stops_the_insert_naming_it_then_a_rerun_skips
     input_before = _files(tmp_path / "input")
     _create_tables(sql, tmp_path, name)
 
-    failed = _insert(sql, spark, name)
+    failed = _insert(sql, name)
 
     failure = str(failed.exception())
     assert hostile.as_uri() in failure and error in failure
@@ -128,7 +127,7 @@ def test_an_unreadable_source_file_stops_the_insert_naming_it_then_a_rerun_skips
     _assert_committed_exactly(spark, hms, name, tmp_path / "table", list(range(ROWS_PER_HOUR)))
 
     sql(f"ALTER TABLE hostile_db.{name}_src SET ('source.ignore-corrupt-files' = 'true')")
-    finished = _insert(sql, spark, name)
+    finished = _insert(sql, name)
 
     assert finished.exception() is None
     _assert_committed_exactly(spark, hms, name, tmp_path / "table", list(range(2 * ROWS_PER_HOUR)))
@@ -145,7 +144,7 @@ def test_columns_missing_from_a_source_file_read_as_null_extra_ones_are_not_read
     (tmp_path / "input" / "events-empty.parquet").write_bytes(b"")  # e.g. a writer that died after creating it
     _create_tables(sql, tmp_path, "t_narrow")
 
-    query = _insert(sql, spark, "t_narrow")
+    query = _insert(sql, "t_narrow")
 
     assert query.exception() is None
     row = spark_own_sql(spark)("SELECT * FROM hostile_db.t_narrow WHERE id = 100").collect()
