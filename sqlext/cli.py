@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlext import thriftserver
 from sqlext.config import SqlextConfig
@@ -14,7 +15,11 @@ from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
 from sqlext.metastore import launcher
 from sqlext.metastore.launcher import Backend, MetastoreSettings
+from sqlext.process import ServerSettings
 from sqlext.thriftserver import ThriftServerSettings
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -109,63 +114,49 @@ def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
     return conf
 
 
-def _thriftserver_settings(args: argparse.Namespace) -> ThriftServerSettings:
-    conf = _parse_conf(args.conf)
+def _server_metastore_uri(conf: dict[str, str]) -> str:
+    """The metastore a server started from the CLI uses: the configured one, else the embedded one
+    (started if needed)."""
     config = SqlextConfig.load(conf)
-    uri = config.metastore_uris
-    if uri is None:
-        uri = launcher.start(config.metastore_settings()).uri  # the embedded one, started if needed
-    port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
-    return ThriftServerSettings(metastore_uri=uri, port=port, conf=conf)
+    return config.metastore_uris or launcher.start(config.metastore_settings()).uri
+
+
+def _control_server(action: str, label: str, settings: ServerSettings, control: ModuleType) -> int:
+    """``start``, ``stop`` or ``status`` of a background server through its module's functions."""
+    if action == "start":
+        pid, already = control.start(settings)
+        state = "already running" if already else "started"
+        print(
+            f"{label} {state} (pid {pid}, metastore {settings.metastore_uri}, log {settings.log_file})",
+            file=sys.stderr,
+        )
+        print(settings.url)
+        return 0
+    if action == "stop":
+        stopped = control.stop(settings)
+        print("stopped" if stopped else f"no {label.removeprefix('sqlext ')} started here runs on {settings.port}")
+        return 0
+    running = control.status(settings)
+    print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
+    return 0 if running else 3
 
 
 def _thriftserver(args: argparse.Namespace) -> int:
-    settings = _thriftserver_settings(args)
-    if args.action == "start":
-        pid, already = thriftserver.start(settings)
-        state = "already running" if already else "started"
-        print(
-            f"Thrift server {state} (pid {pid}, metastore {settings.metastore_uri}, log {settings.log_file})",
-            file=sys.stderr,
-        )
-        print(settings.url)
-        return 0
-    if args.action == "stop":
-        print("stopped" if thriftserver.stop(settings) else f"no Thrift server started here runs on {settings.port}")
-        return 0
-    running = thriftserver.status(settings)
-    print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
-    return 0 if running else 3
-
-
-def _gateway_settings(args: argparse.Namespace) -> gateway_control.GatewaySettings:
     conf = _parse_conf(args.conf)
-    config = SqlextConfig.load(conf)
-    uri = config.metastore_uris
-    if uri is None:
-        uri = launcher.start(config.metastore_settings()).uri  # the embedded one, started if needed
-    port = args.port if args.port is not None else gateway_control.DEFAULT_PORT
-    settings = gateway_control.GatewaySettings(metastore_uri=uri, port=port, host=args.host, conf=conf)
-    return replace(settings, home=Path(args.home).resolve()) if args.home else settings
+    port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
+    settings = ThriftServerSettings(metastore_uri=_server_metastore_uri(conf), port=port, conf=conf)
+    return _control_server(args.action, "Thrift server", settings, thriftserver)
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    settings = _gateway_settings(args)
-    if args.action == "start":
-        pid, already = gateway_control.start(settings)
-        state = "already running" if already else "started"
-        print(
-            f"sqlext gateway {state} (pid {pid}, metastore {settings.metastore_uri}, log {settings.log_file})",
-            file=sys.stderr,
-        )
-        print(settings.url)
-        return 0
-    if args.action == "stop":
-        print("stopped" if gateway_control.stop(settings) else f"no gateway started here runs on {settings.port}")
-        return 0
-    running = gateway_control.status(settings)
-    print(f"running at {settings.url} (pid {running})" if running else f"not running on port {settings.port}")
-    return 0 if running else 3
+    conf = _parse_conf(args.conf)
+    port = args.port if args.port is not None else gateway_control.DEFAULT_PORT
+    settings = gateway_control.GatewaySettings(
+        metastore_uri=_server_metastore_uri(conf), port=port, host=args.host, conf=conf
+    )
+    if args.home:
+        settings = replace(settings, home=Path(args.home).resolve())
+    return _control_server(args.action, "sqlext gateway", settings, gateway_control)
 
 
 GATEWAY_HELP = """\

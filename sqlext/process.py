@@ -8,10 +8,71 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
+
+from sqlext.errors import SqlextError
+from sqlext.paths import default_home
 
 LOG_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """A local server sqlext runs in the background (the Thrift server, the gateway): its address, the
+    metastore it uses, its Spark master and extra conf, and its pid file and log under ``home``, one
+    per port. Subclasses name the server (``NAME``) and give their own default port and home."""
+
+    NAME: ClassVar[str] = "server"
+
+    metastore_uri: str
+    port: int = 0
+    host: str = "127.0.0.1"
+    home: Path = field(default_factory=default_home)
+    conf: Mapping[str, str] = field(default_factory=dict)
+    master: str = "local[2]"
+    startup_timeout_s: float = 180.0
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / f"{self.NAME}-{self.port}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / f"{self.NAME}-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"jdbc:hive2://{self.host}:{self.port}/default"
+
+
+def start_server(
+    label: str,
+    settings: ServerSettings,
+    command: Sequence[str],
+    env: dict[str, str],
+    stop: Callable[[], object],
+) -> int:
+    """Spawn ``command`` as the server ``settings`` describe, record its pid, and return it once the
+    port answers; ``label`` ("The gateway") names it in errors. Refuses a port something else holds;
+    if the server dies first, or does not listen in time (then ``stop`` ends it), raises with its log."""
+    if port_open(settings.host, settings.port):
+        raise SqlextError(f"Port {settings.port} on {settings.host} is taken; choose another with --port.")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    pid = spawn(command, settings.log_file, settings.home, env)
+    settings.pid_file.write_text(str(pid))
+    deadline = time.monotonic() + settings.startup_timeout_s
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            settings.pid_file.unlink(missing_ok=True)
+            raise SqlextError(f"{label} died on start (see {settings.log_file}):\n{log_tail(settings.log_file)}")
+        if port_open(settings.host, settings.port):
+            return pid
+        time.sleep(0.25)
+    stop()
+    raise SqlextError(f"{label} did not listen on {settings.port} within {settings.startup_timeout_s:g} s.")
 
 
 def spawn(command: Sequence[str], log_file: Path, cwd: Path, env: dict[str, str] | None = None) -> int:

@@ -9,13 +9,11 @@ the HMS partition list.
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from sqlext import process
-from sqlext.errors import SqlextError
 from sqlext.paths import default_home, packaged_conf_dir
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -23,28 +21,13 @@ DEFAULT_PORT = 10000
 
 
 @dataclass(frozen=True)
-class ThriftServerSettings:
+class ThriftServerSettings(process.ServerSettings):
     """One Thrift server: its port, the metastore it reads, extra Spark conf."""
 
-    metastore_uri: str
+    NAME: ClassVar[str] = "thriftserver"
+
     port: int = DEFAULT_PORT
-    host: str = "127.0.0.1"
     home: Path = field(default_factory=lambda: default_home() / "thriftserver")
-    conf: Mapping[str, str] = field(default_factory=dict)
-    master: str = "local[2]"
-    startup_timeout_s: float = 180.0
-
-    @property
-    def pid_file(self) -> Path:
-        return self.home / f"thriftserver-{self.port}.pid"
-
-    @property
-    def log_file(self) -> Path:
-        return self.home / "logs" / f"thriftserver-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        return f"jdbc:hive2://{self.host}:{self.port}/default"
 
 
 def _spark_home() -> Path:
@@ -95,24 +78,9 @@ def start(settings: ThriftServerSettings) -> tuple[int, bool]:
     running = status(settings)
     if running is not None:
         return running, True
-    if process.port_open(settings.host, settings.port):
-        raise SqlextError(f"Port {settings.port} on {settings.host} is taken; choose another with --port.")
-    settings.home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SPARK_HOME": str(_spark_home()), "SPARK_LOCAL_IP": settings.host}
-    pid = process.spawn(command(settings), settings.log_file, settings.home, env)
-    settings.pid_file.write_text(str(pid))
-    deadline = time.monotonic() + settings.startup_timeout_s
-    while time.monotonic() < deadline:
-        if not process.alive(pid):
-            settings.pid_file.unlink(missing_ok=True)
-            raise SqlextError(
-                f"The Thrift server died on start (see {settings.log_file}):\n{process.log_tail(settings.log_file)}"
-            )
-        if process.port_open(settings.host, settings.port):
-            return pid, False
-        time.sleep(0.25)
-    stop(settings)
-    raise SqlextError(f"The Thrift server did not listen on {settings.port} within {settings.startup_timeout_s:g} s.")
+    pid = process.start_server("The Thrift server", settings, command(settings), env, lambda: stop(settings))
+    return pid, False
 
 
 def stop(settings: ThriftServerSettings) -> bool:

@@ -13,14 +13,12 @@ import os
 import shlex
 import signal
 import sys
-import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from sqlext import process
 from sqlext.config import METASTORE_URIS
-from sqlext.errors import SqlextError
 from sqlext.paths import default_home, packaged_conf_dir
 
 MODULE = "sqlext.gateway"
@@ -29,29 +27,14 @@ LOOPBACK = ("127.0.0.1", "localhost")
 
 
 @dataclass(frozen=True)
-class GatewaySettings:
+class GatewaySettings(process.ServerSettings):
     """One gateway: its address, the metastore its sessions use, Spark's master and extra conf."""
 
-    metastore_uri: str
+    NAME: ClassVar[str] = "gateway"
+
     port: int = DEFAULT_PORT
-    host: str = "127.0.0.1"
     home: Path = field(default_factory=lambda: default_home() / "gateway")
-    conf: Mapping[str, str] = field(default_factory=dict)
-    master: str = "local[2]"
-    startup_timeout_s: float = 180.0
     stop_timeout_s: float = 60.0
-
-    @property
-    def pid_file(self) -> Path:
-        return self.home / f"gateway-{self.port}.pid"
-
-    @property
-    def log_file(self) -> Path:
-        return self.home / "logs" / f"gateway-{self.port}.log"
-
-    @property
-    def url(self) -> str:
-        return f"jdbc:hive2://{self.host}:{self.port}/default"
 
     @property
     def port_marker(self) -> str:
@@ -89,23 +72,10 @@ def start(settings: GatewaySettings) -> tuple[int, bool]:
     running = status(settings)
     if running is not None:
         return running, True
-    if process.port_open(settings.host, settings.port):
-        raise SqlextError(f"Port {settings.port} on {settings.host} is taken; choose another with --port.")
-    settings.home.mkdir(parents=True, exist_ok=True)
-    pid = process.spawn(command(settings), settings.log_file, settings.home, environment(settings))
-    settings.pid_file.write_text(str(pid))
-    deadline = time.monotonic() + settings.startup_timeout_s
-    while time.monotonic() < deadline:
-        if not process.alive(pid):
-            settings.pid_file.unlink(missing_ok=True)
-            raise SqlextError(
-                f"The gateway died on start (see {settings.log_file}):\n{process.log_tail(settings.log_file)}"
-            )
-        if process.port_open(settings.host, settings.port):
-            return pid, False
-        time.sleep(0.25)
-    stop(settings)
-    raise SqlextError(f"The gateway did not listen on {settings.port} within {settings.startup_timeout_s:g} s.")
+    pid = process.start_server(
+        "The gateway", settings, command(settings), environment(settings), lambda: stop(settings)
+    )
+    return pid, False
 
 
 def stop(settings: GatewaySettings) -> bool:
