@@ -81,13 +81,15 @@ def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str
     spark.sql(f"MSCK REPAIR TABLE bench.{name}")
 
 
-def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str) -> None:
-    table = TableDefinition(
+def partition_time_table(name: str, path: Path) -> TableDefinition:
+    """``bench.<name>`` at ``path``: hourly ``dt``/``hr`` partitions committed by partition time + 1 h
+    into the metastore with a success file."""
+    return TableDefinition(
         TableIdentifier("bench", name),
         tuple(Column(n, t) for n, t in COLUMNS),
         {
             "connector": "filesystem",
-            "path": (work / "table").as_uri(),
+            "path": path.as_uri(),
             "format": "parquet",
             "sink.partition-commit.trigger": "partition-time",
             "sink.partition-commit.delay": "1 h",
@@ -96,15 +98,26 @@ def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Pat
         },
         partition_keys=("dt", "hr"),
     )
-    catalog.create_table(table, if_not_exists=False)
+
+
+def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, rows: Any, checkpoint: Path) -> Any:
+    """Stream ``rows`` into ``table`` through the sqlext sink until the input is consumed and every
+    partition committed; return the finished query."""
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
     )
-    plan = InsertPlan(name, (work / "checkpoint").as_uri(), available_now=True)
-    query = FileSystemSink(context).start_stream(events(spark, input_dir), plan)
+    plan = InsertPlan(table.identifier.name, checkpoint.as_uri(), available_now=True)
+    query = FileSystemSink(context).start_stream(rows, plan)
     running = running_insert(str(query.id))
     assert running is not None
     running.wait()
+    return query
+
+
+def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str) -> None:
+    table = partition_time_table(name, work / "table")
+    catalog.create_table(table, if_not_exists=False)
+    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir), work / "checkpoint")
 
 
 def main() -> None:

@@ -25,22 +25,18 @@ import statistics
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, write_result
-from bench.sink_throughput import COLUMNS, events, spark_file_sink
+from bench.sink_throughput import events, partition_time_table, run_sqlext_insert, spark_file_sink
 from sqlext.catalog import Catalog
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
-from sqlext.sink.api import InsertPlan
 from sqlext.sink.commitlog import CommitLog
 from sqlext.sink.committer import BatchCommitter
-from sqlext.sink.filesystem import FileSystemSink, running_insert
-from sqlext.table import Column, TableDefinition, TableIdentifier
 
 START = datetime(2026, 11, 22)
 DELAY = timedelta(hours=1)
@@ -107,27 +103,11 @@ class BatchSampler:
 
 
 def run_sqlext(spark: Any, client: MetastoreClient, uri: str, input_dir: Path, work: Path) -> tuple[Any, Any]:
-    table = TableDefinition(
-        TableIdentifier("bench", "steady"),
-        tuple(Column(n, t) for n, t in COLUMNS),
-        {
-            "connector": "filesystem",
-            "path": (work / "table").as_uri(),
-            "format": "parquet",
-            "sink.partition-commit.trigger": "partition-time",
-            "sink.partition-commit.delay": "1 h",
-            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
-        },
-        partition_keys=("dt", "hr"),
-    )
+    table = partition_time_table("steady", work / "table")
     Catalog(client).create_table(table)
-    context = SimpleNamespace(spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=uri), config=None)
-    plan = InsertPlan("steady", (work / "checkpoint").as_uri(), available_now=True)
+    rows = events(spark, input_dir, files_per_trigger=1)
     with BatchSampler(spark, work / "checkpoint" / "sqlext" / "trigger-state.json") as sampler:
-        query = FileSystemSink(context).start_stream(events(spark, input_dir, files_per_trigger=1), plan)
-        running = running_insert(str(query.id))
-        assert running is not None
-        running.wait()
+        query = run_sqlext_insert(spark, table, uri, rows, work / "checkpoint")
     return sampler, query
 
 
