@@ -51,7 +51,7 @@ from sqlext.metastore.client import MetastoreClient
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.sink.escaping import parse_partition_path, partition_path
-from sqlext.sink.files import count_rows, data_files
+from sqlext.sink.files import count_all_rows, data_files, total_rows
 from sqlext.sink.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
 from sqlext.table import TableDefinition
 
@@ -92,8 +92,7 @@ class MergeGroup:
 
     @property
     def rows(self) -> int | None:
-        counts = [source.rows for source in self.sources]
-        return None if None in counts else sum(c or 0 for c in counts)
+        return total_rows(source.rows for source in self.sources)
 
 
 def plan_groups(files: Sequence[SourceFile], target_size: int) -> list[MergeGroup]:
@@ -408,8 +407,7 @@ class Compactor:
             if partition is None:
                 raise CommitError(f"Partition {relative} of {ident} left the metastore during its compaction.")
             files = data_files(self.fs, location)
-            counts = [count_rows(self.fs, status, self.format) for status in files]
-            rows = None if None in counts else sum(c or 0 for c in counts)
+            rows = count_all_rows(self.fs, files, self.format)
             partition.sd.location = location
             partition.parameters = {**(partition.parameters or {}), **file_statistics(files, rows)}
         self.metastore.alter_partitions(ident.database, ident.name, list(by_path.values()))
@@ -488,8 +486,7 @@ class MergingCommitPolicy(PartitionCommitPolicy):
         compactor.compact([(context.relative_path, context.values) for context in contexts])
         for context in contexts:
             context.files = data_files(context.fs, context.path)
-            counts = [count_rows(context.fs, status, compactor.format) for status in context.files]
-            context.row_count = None if None in counts else sum(c or 0 for c in counts)
+            context.row_count = count_all_rows(context.fs, context.files, compactor.format)
 
 
 def _policy_parameter(parse: Callable[[str], T], text: str | None, what: str, form: str) -> T | None:

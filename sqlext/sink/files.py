@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 
 from sqlext.fs import FileStatus, FileSystem
 
@@ -35,3 +36,18 @@ def count_rows(fs: FileSystem, status: FileStatus, file_format: str) -> int | No
     except OSError as exc:
         log.warning("cannot read the footer of %s: %s", status.uri, exc)
     return None
+
+
+def total_rows(counts: Iterable[int | None]) -> int | None:
+    """The sum of row counts, or None when any is unknown."""
+    total = 0
+    for count in counts:
+        if count is None:
+            return None
+        total += count
+    return total
+
+
+def count_all_rows(fs: FileSystem, files: Sequence[FileStatus], file_format: str) -> int | None:
+    """Rows in all ``files`` from their footers; None when a file's format has no row count."""
+    return total_rows(count_rows(fs, status, file_format) for status in files)

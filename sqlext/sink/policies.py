@@ -28,7 +28,7 @@ from sqlext.connectors import filesystem_options as fso
 from sqlext.fs import FileStatus, FileSystem
 from sqlext.loading import load_class
 from sqlext.metastore.client import MetastoreClient
-from sqlext.sink.files import count_rows, data_files
+from sqlext.sink.files import count_all_rows, data_files
 from sqlext.table import TableDefinition
 
 log = logging.getLogger(__name__)
@@ -121,8 +121,7 @@ class MetastorePolicy(PartitionCommitPolicy):
                 now = data_files(context.fs, context.path)
                 if {(f.uri, f.size) for f in now} != {(f.uri, f.size) for f in context.files}:
                     context.files = now
-                    counts = [count_rows(context.fs, f, context.table.options.get("format", "")) for f in now]
-                    context.row_count = None if None in counts else sum(c or 0 for c in counts)
+                    context.row_count = count_all_rows(context.fs, now, context.table.options.get("format", ""))
                     partition = by_values[tuple(context.values)]
                     partition.parameters = {**(partition.parameters or {}), **statistics(context)}
                     changed.append(partition)
