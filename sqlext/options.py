@@ -48,6 +48,13 @@ _AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
 DURATION_FORM = "a duration such as '100ms', '10 s', '1 min', '1 h' or '2 d' (a number without unit is ms)"
 MEMORY_FORM = "a memory size such as '512kb', '128MB' or '1 gb' (a number without unit is bytes)"
 
+#: Longest duration accepted. Flink takes any Java Duration, but a delay or interval past a century only
+#: means "never", and partition time plus a longer one would overflow the calendar.
+MAX_DURATION = timedelta(days=36_500)
+#: Largest memory size and integer, as in Flink: a Java long of bytes, a Java int.
+MAX_MEMORY_SIZE = (1 << 63) - 1
+INT_RANGE = (-(1 << 31), (1 << 31) - 1)
+
 
 def parse_duration(text: str) -> timedelta:
     """Parse a Flink duration (``'10 s'``, ``'1 min'``, ``'100ms'``; a bare number is milliseconds)."""
@@ -57,7 +64,10 @@ def parse_duration(text: str) -> timedelta:
     amount, unit = float(match.group(1)), match.group(2).lower()
     if unit and unit not in _DURATION_UNITS:
         raise ValueError(DURATION_FORM)
-    return timedelta(seconds=amount * (_DURATION_UNITS[unit] if unit else 1e-3))
+    seconds = amount * (_DURATION_UNITS[unit] if unit else 1e-3)
+    if not seconds <= MAX_DURATION.total_seconds():  # also false for the inf of a 400-digit number
+        raise ValueError(f"{DURATION_FORM}, at most {format_duration(MAX_DURATION)} (100 years)")
+    return timedelta(seconds=seconds)
 
 
 def parse_memory_size(text: str) -> int:
@@ -68,7 +78,10 @@ def parse_memory_size(text: str) -> int:
     amount, unit = float(match.group(1)), match.group(2).lower()
     if unit and unit not in _MEMORY_UNITS:
         raise ValueError(MEMORY_FORM)
-    size = int(amount * (_MEMORY_UNITS[unit] if unit else 1))
+    scaled = amount * (_MEMORY_UNITS[unit] if unit else 1)
+    if not scaled < MAX_MEMORY_SIZE:  # also false for the inf of a 400-digit number
+        raise ValueError(f"{MEMORY_FORM}, less than 8 EiB (a 64-bit number of bytes)")
+    size = int(scaled)
     if size <= 0:
         raise ValueError(MEMORY_FORM + ", greater than 0")
     return size
@@ -99,10 +112,14 @@ def _parse_bool(text: str) -> bool:
 
 
 def _parse_int(text: str) -> int:
+    low, high = INT_RANGE
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         raise ValueError("an integer") from None
+    if not low <= value <= high:
+        raise ValueError(f"an integer from {low} to {high} (a 32-bit integer, as in Flink)")
+    return value
 
 
 def _parse_list(text: str) -> list[str]:

@@ -43,7 +43,11 @@ def render_reference(identifier: str | None = None) -> str:
         "# Connector options\n\n"
         "Generated from the option declarations (`python -m sqlext.connectors.reference > docs/connectors.md`);\n"
         "`sqlext connectors NAME` prints the same for one connector. Options ending in `*` are families\n"
-        "(any key with that prefix).\n"
+        "(any key with that prefix).\n\n"
+        "Values are written as in Flink: a Duration as `'100ms'`, `'10 s'`, `'1 min'`, `'1 h'`, `'2 d'` (a bare\n"
+        "number is milliseconds), a MemorySize as `'512kb'`, `'128MB'`, `'1 gb'` (a bare number is bytes), an\n"
+        "Integer in Java's 32-bit range. Unlike Flink, a Duration longer than 36500 d (100 years) is refused: it\n"
+        'could only mean "never", and a partition\'s time plus it would overflow the calendar.\n'
     )
     return header + "\n" + "\n".join(render_connector(find_factory(name)) for name in sorted(BUILT_INS))
 
