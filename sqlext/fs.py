@@ -10,6 +10,9 @@ records every planned move before the first one, so a restart finishes the moves
 exists is not copied again) and readers see partitions only once they are committed in the HMS; but a
 plain directory listing of an object store can see a partly moved batch, so on object stores read
 sqlext tables through the HMS.
+
+As in Hadoop, a URI's path is taken literally: ``%`` in it is a character (Hive escapes ``/`` in a
+partition value as ``%2F`` and ``%`` as ``%25``, and those are the directory names), never a URI escape.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import pyarrow.fs as pafs
 
@@ -55,7 +58,10 @@ class FileSystem:
 
     def __init__(self, root: str) -> None:
         self.root = normalize(root)
-        self._fs, self._root_path = pafs.FileSystem.from_uri(self.root)
+        # pyarrow decodes the URI it is given and refuses spaces: hand it the path percent-encoded, so that
+        # decoding gives back the literal path (partition dirs such as p=%252e, spaces, non-ASCII names).
+        parsed = urlparse(self.root)
+        self._fs, self._root_path = pafs.FileSystem.from_uri(parsed._replace(path=quote(parsed.path)).geturl())
         if not self.root.endswith(self._root_path):
             raise ValueError(f"Cannot split {root} into filesystem and path")
         self._prefix = self.root[: len(self.root) - len(self._root_path)]

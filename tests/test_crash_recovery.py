@@ -4,7 +4,7 @@ and check the table row by row: every row exactly once, every partition committe
 The fault-point test runs on a Derby-backed and on a PostgreSQL-backed metastore. On PostgreSQL it kills
 at the points around the batch's partition commit, the step that writes to the metastore (``HMS_POINTS``):
 a kill at an earlier point leaves nothing half-done in the metastore, so the backend cannot change what
-the restart does, and each kill costs a Spark start. The random-kill loop runs on Derby.
+the restart does, and each kill costs a Spark start. The random-kill loop runs on both.
 """
 
 from __future__ import annotations
@@ -101,12 +101,13 @@ def _reached(log: CommitLog, batches: int, process: subprocess.Popen[bytes]) -> 
 
 
 def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
-    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+    backend_metastore: BackendMetastore, backend_hms: MetastoreClient, tmp_path: Path
 ) -> None:
     import random
     import signal
     import time
 
+    hms, metastore = backend_hms, backend_metastore.settings
     hours = 10
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
     options = {"sink.parallelism": "2"}
