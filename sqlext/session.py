@@ -19,6 +19,7 @@ from sqlext.config import SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.errors import SqlextError, TableNotFoundError
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
+from sqlext.sink.filesystem import running_insert
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
 
 if TYPE_CHECKING:
@@ -230,7 +231,11 @@ class SqlextSession:
         query = self.spark.streams.get(statement.job_id)
         if query is None:
             raise SqlextError(f"No running job with id '{statement.job_id}'; SHOW JOBS lists them.")
-        query.stop()
+        insert = running_insert(statement.job_id)
+        if insert is not None:
+            insert.stop()  # after the batch in progress is committed
+        else:
+            query.stop()
         return self._ok()
 
     def _refresh(self, ident: TableIdentifier) -> None:

@@ -12,6 +12,7 @@ from sqlext.metastore.client import MetastoreClient
 from sqlext.session import extend
 from sqlext.sink.filesystem import running_insert
 from tests.support.streams import write_hourly_events
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 
@@ -48,12 +49,41 @@ def test_flink_ddl_and_streaming_insert_commit_partitions_that_spark_sql_reads(
         FROM e2e.events_src""").collect()
 
     [row] = result
-    query = spark.streams.get(row.job_id)
-    assert query is not None and row.job_name == "insert_e2e_events_by_hour"
-    running = running_insert(row.job_id)
-    assert running is not None and running.wait(300)
+    running = running_insert(row.job_id)  # spark.streams forgets a bounded query that already ended
+    assert running is not None and running.query.name == row.job_name == "insert_e2e_events_by_hour"
+    assert running.wait(300)
     names = sorted(hms.get_partition_names("e2e", "events_by_hour"))
     assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(4)]
     counts = spark.sql("SELECT hr, count(*) AS n FROM e2e.events_by_hour GROUP BY hr ORDER BY hr").collect()
     assert [(r.hr, r.n) for r in counts] == [(f"{h:02d}", 25) for h in range(4)]
     assert all((tmp_path / "sink" / "dt=2026-11-22" / f"hr={h:02d}" / "_SUCCESS").is_file() for h in range(4))
+
+
+def test_show_jobs_lists_a_streaming_insert_and_stop_job_stops_it_after_a_committed_batch(
+    spark, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
+    spark.sql(f"""
+        CREATE TABLE e2e.watched_src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH (
+          'connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'parquet',
+          'source.monitor-interval' = '1 s'
+        )""")
+    spark.sql(f"""
+        CREATE TABLE e2e.watched (id BIGINT, user_id STRING, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
+        WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "sink").as_uri()}', 'format' = 'parquet')""")
+
+    [row] = spark.sql("""
+        INSERT INTO e2e.watched
+        SELECT id, user_id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.watched_src""").collect()
+    wait_for(lambda: len(hms.get_partition_names("e2e", "watched")) == 2, 180, what="both hours committed")
+    assert (row.job_id, row.job_name, "RUNNING") in [tuple(r) for r in spark.sql("SHOW JOBS").collect()]
+
+    assert [tuple(r) for r in spark.sql(f"STOP JOB '{row.job_id}'").collect()] == [("OK",)]
+
+    running = running_insert(row.job_id)
+    assert running is not None and running.wait(60) and not running.query.isActive
+    assert row.job_id not in [r.job_id for r in spark.sql("SHOW JOBS").collect()]
+    assert spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM e2e.watched").first() == (20, 20)

@@ -190,6 +190,7 @@ def test_sigterm_stops_a_streaming_run_cleanly_and_a_rerun_resumes_exactly_once(
     first = run_until(60)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "SIGTERM received" in first.stderr
+    assert "Traceback" not in first.stderr and "interrupting it" not in first.stderr, first.stderr[-3000:]
     write_hourly_events(input_dir, datetime(2026, 11, 22, 2), hours=1, rows_per_hour=30, first_id=next_id)
     second = run_until(90)
     assert second.returncode == 0, second.stderr[-3000:]

@@ -473,6 +473,13 @@ class BatchCommitter:
         except Exception as exc:  # a cache refresh must never fail a commit
             log.debug("could not refresh Spark's cache of %s: %s", ident, exc)
 
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no batch is being written or committed and no tick commits; False after ``timeout_s``."""
+        if not self._lock.acquire(timeout=timeout_s):
+            return False
+        self._lock.release()
+        return True
+
     def close(self) -> None:
         if self.metastore is not None:
             self.metastore.close()

@@ -32,6 +32,8 @@ log = logging.getLogger("sqlext.sink")
 TICK_INTERVAL_S = 5
 #: How long a finished bounded insert keeps retrying its final partition commit.
 END_OF_INPUT_WAIT_S = 600.0
+#: How long stopping an insert waits for the batch in progress to be written and committed.
+STOP_BATCH_WAIT_S = 300.0
 
 
 @dataclass
@@ -45,10 +47,21 @@ class RunningInsert:
     error: BaseException | None = None
     stopped: bool = False
 
-    def stop(self) -> None:
-        """Stop the query (the batch being committed finishes first). Not an end of input: pending
-        partitions stay pending and are committed when the insert runs again."""
+    def stop(self, batch_wait_s: float = STOP_BATCH_WAIT_S) -> None:
+        """Stop the query once the batch in progress is written and committed, so that no commit is cut
+        short. A batch still running after ``batch_wait_s`` is interrupted: safe, since the restart finishes
+        or redoes it, only noisier. Not an end of input: pending partitions stay pending and are committed
+        when the insert runs again."""
         self.stopped = True
+        if not self.committer.wait_idle(batch_wait_s):
+            log.warning(
+                "%s: the batch in progress has not finished after %.0f s; interrupting it (the next run of the "
+                "insert finishes or redoes it)",
+                self.name,
+                batch_wait_s,
+            )
+        # A batch that starts before the query stops is cancelled while it writes its staged files, before
+        # anything of it is logged or moved.
         self.query.stop()
 
     def watch(self) -> None:
