@@ -18,6 +18,7 @@ from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.parser import CreateDatabase, CreateTable, parse_statements
 from sqlext.paths import pyspark_jars_dir
 from tests.support.streams import write_hourly_events
+from tests.support.tables import assert_partitions_committed
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
 
@@ -75,14 +76,11 @@ def test_spark_pipelines_run_commits_partitions_through_the_sqlext_sink(
     )
 
     # pyspark 4.3.0's Connect client exits 1 after a completed run that used any Python data source
-    # (see examples/sdp/README.md); judge the run by what it committed.
+    # (SPARK-59135, see examples/sdp/README.md); judge the run by what it committed.
     assert "Run is COMPLETED" in done.stdout + done.stderr, done.stderr[-3000:]
     assert done.returncode == 0 or "__python_accumulator__" in done.stdout + done.stderr
-    names = sorted(hms.get_partition_names("sdp_demo", "events"))
-    assert names == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
-    for partition in hms.get_partitions_by_names("sdp_demo", "events", names):
-        assert partition.parameters["numRows"] == "20"
-        assert (tmp_path / "events" / f"dt={partition.values[0]}" / f"hr={partition.values[1]}" / "_SUCCESS").is_file()
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
+    assert_partitions_committed(hms, "sdp_demo", "events", tmp_path / "events", names, rows_each=20)
     spark.catalog.refreshTable("sdp_demo.events")
     rows = spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM sdp_demo.events").first()
     assert (rows.n, rows.d) == (60, 60)
