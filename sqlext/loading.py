@@ -32,7 +32,7 @@ def load_class(class_path: str, interface: type[Any], option: str) -> type[Any]:
     loaded = getattr(module, class_name, None)
     if not isinstance(loaded, type):
         raise PolicyError(
-            f"Module '{module_name}' has no class '{class_name}' (option '{option}').",
+            f"Module '{module_name}' has no class '{class_name}' (option '{option}' = '{class_path}').",
             option=option,
             value=class_path,
         )

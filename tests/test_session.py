@@ -222,3 +222,32 @@ def test_insert_with_a_leading_with_clause_goes_through_the_sink(sql, hms: Metas
     assert done.status == "FINISHED"
     assert hms.get_partition_names("sess_db", "cte_dst") == ["dt=2026-11-22/hr=00"]
     assert sql("SELECT count(*) AS n FROM sess_db.cte_dst").first().n == 3
+
+
+@pytest.mark.parametrize(
+    ("class_path", "message"),
+    [
+        ("no_such_module.Policy", "Cannot import module 'no_such_module'"),
+        ("sqlext.sink.policies.Nope", "has no class 'Nope'"),
+        ("pathlib.Path", "does not implement"),
+    ],
+)
+def test_an_insert_into_a_table_with_a_bad_policy_class_fails_at_start_and_writes_nothing(
+    sql, spark, tmp_path: Path, class_path: str, message: str
+) -> None:
+    write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=1, rows_per_hour=5)
+    sql(_source_ddl("badpol_src", tmp_path / "in"))
+    policy = f", 'sink.partition-commit.policy.kind' = 'custom', 'sink.partition-commit.policy.class' = '{class_path}'"
+    sql(_sink_ddl("badpol_dst", tmp_path / "out", policy))
+    active_before = len(spark.streams.active)
+    try:
+        with pytest.raises(SqlextError) as failure:
+            sql("INSERT INTO sess_db.badpol_dst SELECT id, user_id, ts, 'd', 'h' FROM sess_db.badpol_src")
+        assert message in failure.value.message
+        assert "sink.partition-commit.policy.class" in failure.value.message and class_path in failure.value.message
+        assert len(spark.streams.active) == active_before, "a query was left running"
+        written = [p for p in (tmp_path / "out").rglob("*") if p.is_file()] if (tmp_path / "out").exists() else []
+        assert written == []
+    finally:
+        sql("DROP TABLE IF EXISTS sess_db.badpol_dst")
+        sql("DROP TABLE IF EXISTS sess_db.badpol_src")
