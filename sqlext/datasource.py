@@ -34,6 +34,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import RetryPolicy
@@ -77,7 +78,34 @@ class SqlextDataSource(DataSource):
         table = load_sink_table(uri, TableIdentifier.parse(options["table"]), _retry(options))
         ident = table.identifier
         query = options.get("pipeline.name") or f"sqlext_{ident.database}_{ident.name}"
-        return SqlextStreamWriter(SinkSettings.from_table(table), query, uri)
+        settings = SinkSettings.from_table(table)
+        check_watermark_source(settings, schema.fieldNames())
+        return SqlextStreamWriter(settings, query, uri)
+
+
+def check_watermark_source(settings: SinkSettings, columns: list[str]) -> None:
+    """``partition-time`` needs the sink table's own watermark here: the writer is not told Spark's."""
+    if not settings.partitioned or settings.trigger != fso.TRIGGER_PARTITION_TIME:
+        return
+    table = settings.table
+    fix = (
+        f"Create {table.identifier} with 'WATERMARK FOR <column> AS <column> - INTERVAL ...' on a column the "
+        "stream writes, or set 'sink.partition-commit.trigger' = 'process-time' on it."
+    )
+    if table.watermark is None:
+        problem = "which it does not declare"
+    elif table.watermark.column not in columns:
+        written = ", ".join(columns)
+        problem = f"on column '{table.watermark.column}', which the stream does not write (it writes {written})"
+    else:
+        return
+    raise ValidationError(
+        f"Table {table.identifier} commits partitions by 'partition-time', and format('sqlext') takes the "
+        f"watermark from the table's own WATERMARK FOR declaration, {problem}: no partition would ever be "
+        f"committed. {fix}",
+        option=fso.COMMIT_TRIGGER.key,
+        value=settings.trigger,
+    )
 
 
 def _retry(options: dict[str, str]) -> RetryPolicy:

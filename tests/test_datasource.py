@@ -14,7 +14,8 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
-from sqlext.datasource import SqlextDataSource, SqlextStreamWriter
+from sqlext.datasource import SqlextDataSource, SqlextStreamWriter, check_watermark_source
+from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
@@ -29,6 +30,12 @@ from tests.support.waiting import wait_for
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+PARTITION_TIME = {
+    "sink.partition-commit.trigger": "partition-time",
+    "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+}
 
 
 def _register_for(spark: Any, table: TableDefinition, metastore_uri: str, name: str) -> None:
@@ -147,6 +154,24 @@ def test_register_resolves_the_table_and_refuses_unknown_or_non_sqlext_tables(
     query.awaitTermination()
     assert query.exception() is None
     assert hms.get_partition_names("ds_db", "registered") == ["dt=2026-11-22/hr=00"]
+
+    # partition-time on a table without WATERMARK FOR: the writer could never commit; refused at start.
+    create_in_hms(hms, events_table("ds_db", "no_mark", tmp_path / "no_mark", **PARTITION_TIME))
+    with pytest.raises((PySparkException, Exception)) as failure:
+        start("ds_db.no_mark").awaitTermination()
+    assert "ds_db.no_mark commits partitions by 'partition-time'" in str(failure.value)
+    assert "which it does not declare" in str(failure.value)
+    assert not (tmp_path / "no_mark").exists() or not any((tmp_path / "no_mark").rglob("*.parquet"))
+
+
+def test_partition_time_needs_the_watermark_column_in_the_stream() -> None:
+    table = events_table("ds_db", "marked", Path("/tmp/sqlext-marked"), **PARTITION_TIME)
+    marked = TableDefinition(
+        table.identifier, table.columns, table.options, table.partition_keys, watermark=Watermark("ts", "ts", None)
+    )
+    with pytest.raises(ValidationError, match="on column 'ts', which the stream does not write"):
+        check_watermark_source(SinkSettings.from_table(marked), ["id", "dt", "hr"])
+    check_watermark_source(SinkSettings.from_table(marked), ["id", "ts", "dt", "hr"])  # fine
 
 
 def _input_rows(input_dir: Path) -> list[tuple[Any, ...]]:
