@@ -81,9 +81,9 @@ def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str
     spark.sql(f"MSCK REPAIR TABLE bench.{name}")
 
 
-def partition_time_table(name: str, path: Path) -> TableDefinition:
+def partition_time_table(name: str, path: Path, **options: str) -> TableDefinition:
     """``bench.<name>`` at ``path``: hourly ``dt``/``hr`` partitions committed by partition time + 1 h
-    into the metastore with a success file."""
+    into the metastore with a success file (plus ``options``)."""
     return TableDefinition(
         TableIdentifier("bench", name),
         tuple(Column(n, t) for n, t in COLUMNS),
@@ -95,6 +95,7 @@ def partition_time_table(name: str, path: Path) -> TableDefinition:
             "sink.partition-commit.delay": "1 h",
             "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
             "sink.partition-commit.policy.kind": "metastore,success-file",
+            **options,
         },
         partition_keys=("dt", "hr"),
     )

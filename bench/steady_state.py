@@ -102,8 +102,11 @@ class BatchSampler:
         BatchCommitter.process = self._original  # type: ignore[method-assign]
 
 
-def run_sqlext(spark: Any, client: MetastoreClient, uri: str, input_dir: Path, work: Path) -> tuple[Any, Any]:
-    table = partition_time_table("steady", work / "table")
+def run_sqlext(
+    spark: Any, client: MetastoreClient, uri: str, input_dir: Path, work: Path, batches: int
+) -> tuple[Any, Any]:
+    # The commit log keeps every batch, so that commit_latency can read which batch committed what.
+    table = partition_time_table("steady", work / "table", **{"sink.commit-log.retained-batches": str(batches)})
     Catalog(client).create_table(table)
     rows = events(spark, input_dir, files_per_trigger=1)
     with BatchSampler(spark, work / "checkpoint" / "sqlext" / "trigger-state.json") as sampler:
@@ -161,7 +164,7 @@ def main() -> None:
         print(f"writing {args.batches} input files ...", flush=True)
         write_steady_input(home / "input", args.batches, args.rows_per_batch, args.minutes_per_batch)
         started = time.perf_counter()
-        sampler, sqlext_query = run_sqlext(spark, client, hms.uri, home / "input", home)
+        sampler, sqlext_query = run_sqlext(spark, client, hms.uri, home / "input", home, args.batches)
         print(f"  sqlext: {len(sampler.samples)} batches in {time.perf_counter() - started:.0f} s", flush=True)
         started = time.perf_counter()
         spark_query = spark_file_sink(spark, home / "input", home / "spark", files_per_trigger=1)

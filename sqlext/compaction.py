@@ -230,6 +230,7 @@ class Compactor:
         self.metastore = metastore
         self.target_size = target_size
         self.reader_grace = reader_grace
+        self.retained_entries = int(options.get(fso.COMMIT_LOG_RETAINED_BATCHES))
 
     def compact(self, partitions: Iterable[tuple[str, Sequence[str]]], registered: bool = True) -> list[LogEntry]:
         """Compact partitions given as (``k=v/...`` path, values); return the compactions done.
@@ -264,12 +265,17 @@ class Compactor:
         return interrupted
 
     def remove_expired(self, now_ms: int | None = None) -> None:
-        """Remove the work dirs and trash of completed compactions older than the reader grace."""
+        """Remove the work dirs and trash of completed compactions older than the reader grace, and the
+        log entries of those beyond the table's retained count."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         grace_ms = self.reader_grace.total_seconds() * 1000
+        in_grace: set[int] = set()
         for entry in self.log.entries(COMPACTION_WRITER):
             if entry.state is State.COMPLETED and entry.batch_time_ms + grace_ms <= now_ms:
                 self._remove_work(entry)
+            elif entry.state is State.COMPLETED:
+                in_grace.add(entry.batch)
+        self.log.expire(COMPACTION_WRITER, self.retained_entries, keep=in_grace.__contains__)
 
     def _prepare(
         self, relative: str, values: Sequence[str], where: tuple[str, bool], registered: bool

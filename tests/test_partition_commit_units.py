@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from sqlext.errors import PartitionTimeError, PolicyError, ValidationError
+from sqlext.fs import FileSystem
+from sqlext.sink.commitlog import CommitLog, LogEntry, State
 from sqlext.sink.escaping import escape_path_name, parse_partition_path, partition_path, unescape_path_name
 from sqlext.sink.extractor import DefaultPartitionTimeExtractor, PartitionTimeExtractor, create_extractor
 from sqlext.sink.policies import load_custom_policy
@@ -149,3 +152,35 @@ def test_trigger_state_round_trips_through_json() -> None:
     trigger.add([("dt=a/hr=1", ["a", "1"])], now_ms=42)
     restored = TriggerState.from_json(trigger.state.to_json())
     assert restored == trigger.state
+
+
+def test_the_commit_log_keeps_the_latest_batches_and_every_unfinished_one(tmp_path: Path) -> None:
+    root = tmp_path.as_uri()
+    log = CommitLog(FileSystem(root), root)
+    for batch in range(10):
+        log.write(LogEntry("q", batch, State.INFLIGHT if batch == 2 else State.COMPLETED))
+    log.write(LogEntry("other", 0, State.COMPLETED))
+
+    assert log.expire("q", retained=4, keep=lambda batch: batch == 4) == [0, 1, 3, 5]
+
+    assert [(e.batch, e.state) for e in log.entries("q")] == [
+        (2, State.INFLIGHT),
+        (4, State.COMPLETED),
+        (6, State.COMPLETED),
+        (7, State.COMPLETED),
+        (8, State.COMPLETED),
+        (9, State.COMPLETED),
+    ]
+    assert log.last_batch("q") == 9 and log.last_batch("other") == 0 and log.last_batch("none") is None
+    assert log.expire("q", retained=4, keep=lambda batch: batch == 4) == []
+
+
+def test_the_commit_log_counts_retained_entries_not_id_distance(tmp_path: Path) -> None:
+    root = tmp_path.as_uri()
+    log = CommitLog(FileSystem(root), root)
+    compaction_ids = [1_795_000_000_000_000 + step * 7_000_123 for step in range(5)]  # timestamps in µs
+    for compaction_id in compaction_ids:
+        log.write(LogEntry("_compaction", compaction_id, State.COMPLETED))
+
+    assert log.expire("_compaction", retained=3) == compaction_ids[:2]
+    assert [e.batch for e in log.entries("_compaction")] == compaction_ids[2:]

@@ -137,6 +137,23 @@ def test_process_time_with_zero_delay_commits_each_partition_in_the_batch_that_w
     assert (rows.n, rows.d) == (150, 150)
 
 
+def test_the_commit_log_keeps_the_retained_batches_and_every_row_is_committed(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir = tmp_path / "input"
+    write_hourly_events(input_dir, START, hours=5, rows_per_hour=10)
+    table = events_table("sink_db", "retained", tmp_path / "table", **{"sink.commit-log.retained-batches": "2"})
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    assert [(e.batch, e.state) for e in log.entries("insert_retained")] == [(3, State.COMPLETED), (4, State.COMPLETED)]
+    assert _partition_names(hms, table) == [f"dt=2026-11-22/hr={h:02d}" for h in range(5)]
+    rows = spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM sink_db.retained").collect()[0]
+    assert (rows.n, rows.d) == (50, 50)
+
+
 SPECIAL_VALUES = [
     "a/b",
     "x=y",

@@ -228,6 +228,16 @@ AUTO_COMPACTION = ConfigOption(
     False,
     "Merge a partition's small files into files near compaction.file-size before it is committed.",
 )
+COMMIT_LOG_RETAINED_BATCHES = ConfigOption(
+    "sink.commit-log.retained-batches",
+    INT,
+    100,
+    "sqlext: how many of a writing query's latest batches its commit log keeps (`sqlext commits` shows "
+    "them); older entries are deleted, as Spark keeps spark.sql.streaming.minBatchesToRetain batches of its "
+    "checkpoint. A restart only ever needs the latest.",
+    check=positive,
+)
+
 COMPACTION_FILE_SIZE = ConfigOption(
     "compaction.file-size",
     MEMORY_SIZE,
@@ -262,6 +272,7 @@ SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     COMMIT_POLICY_CLASS_PARAMETERS,
     SUCCESS_FILE_NAME,
     COMMIT_IDLE_TIMEOUT,
+    COMMIT_LOG_RETAINED_BATCHES,
     TIME_EXTRACTOR_KIND,
     TIME_EXTRACTOR_CLASS,
     TIME_EXTRACTOR_PATTERN,

@@ -17,7 +17,7 @@ Hive and every Hadoop-style reader skip it when they list the table.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -138,22 +138,37 @@ class CommitLog:
     def queries(self) -> list[str]:
         return self.fs.list_dirs(self.root)
 
+    def _latest_states(self, query: str) -> dict[int, tuple[State, str]]:
+        """The most advanced state of each batch of ``query`` and its file, from file names alone."""
+        latest: dict[int, tuple[State, str]] = {}
+        for status in self.fs.list_files(join(self.root, query), recursive=False):
+            match = _ENTRY_NAME.match(status.relative)
+            if match:
+                batch, state = int(match.group(1)), State(match.group(2))
+                if batch not in latest or _rank(state) > _rank(latest[batch][0]):
+                    latest[batch] = (state, status.uri)
+        return latest
+
     def entries(self, query: str | None = None) -> Iterator[LogEntry]:
         """Every entry (most advanced state per batch), by query then batch."""
         for name in [query] if query else self.queries():
-            latest: dict[int, str] = {}
-            for status in self.fs.list_files(join(self.root, name), recursive=False):
-                match = _ENTRY_NAME.match(status.relative)
-                if match:
-                    batch = int(match.group(1))
-                    if batch not in latest or _rank(match.group(2)) > _rank(latest[batch].rsplit(".", 1)[1]):
-                        latest[batch] = status.uri
+            latest = self._latest_states(name)
             for batch in sorted(latest):
-                yield LogEntry.from_json(self.fs.read_json(latest[batch]))
+                yield LogEntry.from_json(self.fs.read_json(latest[batch][1]))
 
     def last_batch(self, query: str) -> int | None:
-        batches = [entry.batch for entry in self.entries(query)]
-        return max(batches) if batches else None
+        """The highest batch of ``query`` the log has any state of."""
+        return max(self._latest_states(query), default=None)
+
+    def expire(self, query: str, retained: int, keep: Callable[[int], bool] = lambda batch: False) -> list[int]:
+        """Delete the completed entries of ``query`` but its ``retained`` latest (and those ``keep`` says to
+        keep); return their batch ids. Entries not completed are never deleted: a restart finishes them."""
+        latest = self._latest_states(query)
+        older = sorted(latest)[:-retained]  # ids, not arithmetic: compaction ids are timestamps
+        expired = [batch for batch in older if latest[batch][0] is State.COMPLETED and not keep(batch)]
+        for batch in expired:
+            self.fs.delete_file(self._file(query, batch, State.COMPLETED))
+        return expired
 
 
 def _rank(state: str) -> int:

@@ -188,6 +188,7 @@ class BatchCommitter:
                 fault_point("after-log", batch_id)
             committed = self.commit_partitions(entry, info.watermark_ms)
             self.progress.add(entry, len(committed))
+            self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
                 "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s); "
                 "totals: %d batches, %d rows, %d files, %d partition commits",

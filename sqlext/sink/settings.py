@@ -36,6 +36,7 @@ class SinkSettings:
     format_options: dict[str, str]
     auto_compaction: bool
     compaction_file_size: int
+    retained_batches: int
 
     @classmethod
     def from_table(cls, table: TableDefinition) -> SinkSettings:
@@ -58,6 +59,7 @@ class SinkSettings:
             format_options=options.with_prefix(f"{fmt}."),
             auto_compaction=options.get(fso.AUTO_COMPACTION),
             compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,
+            retained_batches=options.get(fso.COMMIT_LOG_RETAINED_BATCHES),
         )
 
     def __post_init__(self) -> None:
