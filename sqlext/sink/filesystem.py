@@ -60,8 +60,8 @@ class RunningInsert:
                 self.name,
                 batch_wait_s,
             )
-        # A batch that starts before the query stops is cancelled while it writes its staged files, before
-        # anything of it is logged or moved.
+        # A batch that starts between the wait and the stop is cancelled, most likely while it writes its
+        # staged files; wherever it is cut, the restart finishes or redoes it.
         self.query.stop()
 
     def watch(self) -> None:
