@@ -217,7 +217,10 @@ def test_a_writer_killed_between_batches_then_rerun_writes_every_row_exactly_onc
     rerun = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert sorted(e.batch for e in log.entries(query) if e.state is State.COMPLETED) == list(range(hours))
+    # One batch per hour, except that a kill after Spark's file source logged a batch's file but before the
+    # batch's offsets were written makes the rerun read that file together with the next one.
+    completed = sorted(e.batch for e in log.entries(query) if e.state is State.COMPLETED)
+    assert completed == list(range(len(completed))) and hours - 1 <= len(completed) <= hours
     spark.catalog.refreshTable("ds_db.killed")
     read_back = spark_own_sql(spark)("SELECT id, user_id, amount, ts, dt, hr FROM ds_db.killed ORDER BY id")
     assert [tuple(row) for row in read_back.collect()] == _input_rows(tmp_path / "input")
