@@ -4,13 +4,21 @@ PYTHON ?= python3
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: install system-deps demo test lint typecheck unit clean
+.PHONY: runtime install system-deps demo test lint typecheck unit clean
 
-install: $(VENV)/.installed
+# sqlext and what it needs at run time: all `make demo` installs.
+runtime: $(VENV)/.runtime
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.runtime: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# The rest of what the tests, linters and benchmarks need.
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(VENV)/.runtime
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
@@ -19,7 +27,7 @@ $(VENV)/.installed: pyproject.toml
 system-deps:
 	@bash .ci/system-deps.sh
 
-demo: install
+demo: runtime
 	$(VENV)/bin/sqlext demo
 
 lint: install

@@ -1,24 +1,32 @@
--- The demo pipeline: generated events with an event-time watermark, written into a table partitioned
--- by day and hour, each partition committed (HMS partition + _SUCCESS) once the watermark passes its end.
+-- The demo pipeline: six hours of events, in event-time order, stream into a table partitioned by day
+-- and hour; each hourly partition is committed (HMS partition + _SUCCESS) once, in the batch whose
+-- watermark passes its end + 1 h; the hours the watermark never passes are committed at the end of the
+-- bounded input. The very last event is late on purpose: its hour was committed long before, so that
+-- partition is committed again (late data, as in Flink: the partition is altered, not lost).
 -- Run with: sqlext run sql/demo.sql   (make demo does that on the embedded Hive Metastore)
 
 CREATE DATABASE IF NOT EXISTS demo;
 
--- 20,000 events, 2,000 per micro-batch; event time spread over the last 3 hours.
+-- 21,600 events, one per second of event time from 2026-01-01 00:00:00, 1,800 per micro-batch (half an
+-- hour of event time each); the watermark trails the newest event by 5 seconds.
 CREATE TABLE IF NOT EXISTS demo.events_source (
+  seq BIGINT,
   user_id BIGINT,
   amount DOUBLE,
-  ts TIMESTAMP(3),
+  ts AS CASE WHEN seq = 21599 THEN TIMESTAMP '2026-01-01 01:30:00'
+        ELSE TIMESTAMPADD(SECOND, CAST(seq AS INT), TIMESTAMP '2026-01-01 00:00:00') END,
   WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
 ) WITH (
   'connector' = 'datagen',
-  'number-of-rows' = '20000',
-  'rows-per-second' = '2000',
+  'number-of-rows' = '21600',
+  'rows-per-second' = '1800',
+  'fields.seq.kind' = 'sequence',
+  'fields.seq.start' = '0',
+  'fields.seq.end' = '21599',
   'fields.user_id.min' = '1',
   'fields.user_id.max' = '1000',
   'fields.amount.min' = '1',
-  'fields.amount.max' = '500',
-  'fields.ts.max-past' = '3 h'
+  'fields.amount.max' = '500'
 );
 
 CREATE TABLE IF NOT EXISTS demo.events_by_hour (

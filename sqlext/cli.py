@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlext import thriftserver
 from sqlext.config import SqlextConfig
+from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
 from sqlext.metastore import launcher
@@ -299,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sqlext`` console script."""
+    quiet_third_party_warnings()
     args = build_parser().parse_args(argv)
     handler: Command = args.handler
     try:

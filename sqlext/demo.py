@@ -1,24 +1,31 @@
 """The demo the README's first command runs: ``sql/demo.sql`` on the embedded Hive Metastore.
 
-Generated events with an event-time watermark stream into a table partitioned by day and hour; each
-partition is committed (HMS partition with statistics, ``_SUCCESS``) when the watermark passes its end
-+ 1 h, the rest at the end of the bounded input. The demo then lists the committed partitions with their
-row counts and says where to look.
+Six hours of generated events, in event-time order, stream into a table partitioned by day and hour;
+each partition is committed (HMS partition with statistics, ``_SUCCESS``) once, in the batch whose
+watermark passes its end + 1 h, the rest at the end of the bounded input; one deliberately late event
+commits its partition a second time. The demo then lists the committed partitions with their row counts,
+the batch that committed each and the watermark then (from the commit log), and says where to look.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlext.audit import commit_log_entries
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.paths import default_home, packaged_sql_dir
+from sqlext.sink.commitlog import LogEntry
 
 DEMO_FILE = "demo.sql"
 DEMO_TABLE_PATH = "file:///tmp/sqlext-demo/events_by_hour"
+#: The demo insert's ``pipeline.name`` (set in the demo file): its commit log says what committed when.
+DEMO_QUERY = "demo_events_by_hour"
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -41,6 +48,7 @@ def run_demo(args: argparse.Namespace) -> int:
         "spark.sql.warehouse.dir": (home / "warehouse").as_uri(),
         "spark.sql.shuffle.partitions": "2",
         "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",  # the log says what each batch did
     }
     code = run_script(script, conf, source=f"sql/{DEMO_FILE}")
     if code != 0:
@@ -53,17 +61,19 @@ def _report(uri: str, table_dir: Path, settings: MetastoreSettings) -> None:
     with MetastoreClient(uri) as client:
         names = sorted(client.get_partition_names("demo", "events_by_hour"))
         partitions = client.get_partitions_by_names("demo", "events_by_hour", names)
+    commits = partition_commits(commit_log_entries(table_dir.as_uri(), DEMO_QUERY))
     total = 0
-    print(f"\ncommitted partitions of demo.events_by_hour ({len(partitions)}):")
+    print(f"\ncommitted partitions of demo.events_by_hour ({len(partitions)}; watermarks in UTC):")
     for partition in sorted(partitions, key=lambda p: p.values):
         rows = int(partition.parameters.get("numRows", 0))
         total += rows
+        name = f"dt={partition.values[0]}/hr={partition.values[1]}"
         success = (
-            "_SUCCESS" if Path(partition.sd.location.replace("file:", "", 1)).joinpath("_SUCCESS").exists() else ""
+            "_SUCCESS" if Path(partition.sd.location.replace("file:", "", 1), "_SUCCESS").exists() else "no _SUCCESS"
         )
         print(
-            f"  dt={partition.values[0]}/hr={partition.values[1]}: {rows} rows, "
-            f"{partition.parameters.get('numFiles')} files {success}"
+            f"  {name}: {rows:>5} rows, {partition.parameters.get('numFiles')} files, {success}; "
+            f"{describe_commits(commits.get(name, []))}"
         )
     print(f"  total: {total} rows\n")
     print("where to look:")
@@ -76,3 +86,38 @@ def _report(uri: str, table_dir: Path, settings: MetastoreSettings) -> None:
         "-e 'SELECT dt, hr, count(*) FROM demo.events_by_hour GROUP BY dt, hr'"
     )
     print(f"  stop:         sqlext metastore stop --home {settings.home} --port {settings.port}")
+
+
+@dataclass(frozen=True)
+class PartitionCommit:
+    """One commit of a partition by a batch, with the watermark that batch ran with."""
+
+    batch: int
+    watermark_ms: int | None
+
+
+def partition_commits(entries: list[LogEntry]) -> dict[str, list[PartitionCommit]]:
+    """Partition path -> the batches that committed it, in order. A partition committed at the end of the
+    bounded input (no batch's watermark passed it) has no entry."""
+    commits: dict[str, list[PartitionCommit]] = {}
+    for entry in sorted(entries, key=lambda e: e.batch):
+        for partition in entry.committed_partitions:
+            commits.setdefault(partition, []).append(PartitionCommit(entry.batch, entry.watermark_ms))
+    return commits
+
+
+def describe_commits(commits: list[PartitionCommit]) -> str:
+    """``committed in batch 5 (watermark ...)``, later commits named as late data."""
+    if not commits:
+        return "committed at the end of input (no watermark passed it)"
+    first, *late = commits
+    text = f"committed in batch {first.batch} (watermark {_utc(first.watermark_ms)})"
+    for again in late:
+        text += f"; late data, committed again in batch {again.batch} (watermark {_utc(again.watermark_ms)})"
+    return text
+
+
+def _utc(millis: int | None) -> str:
+    if millis is None:
+        return "none"
+    return datetime.fromtimestamp(millis / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sqlext.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.errors import SqlextError
 from sqlext.parser import split_statements
 
@@ -55,8 +56,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
     """Run a script's statements; wait for the streaming inserts it starts. Returns the exit code."""
     from sqlext.session import spark_session
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per JVM callback otherwise
+    setup_command_logging()
     spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
     spark.sparkContext.setLogLevel("ERROR")
     session = spark._sqlext_session  # type: ignore[attr-defined]
@@ -146,4 +146,5 @@ def submit_main() -> None:
     if len(sys.argv) != 2:
         print("usage: spark-submit [--conf spark.sqlext.key=value ...] <sqlext driver> FILE.sql", file=sys.stderr)
         sys.exit(2)
+    quiet_third_party_warnings()
     sys.exit(run_file(sys.argv[1], {}))

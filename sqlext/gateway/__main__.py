@@ -4,9 +4,10 @@ foreground (``sqlext gateway start`` runs this in the background)."""
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
+
+from sqlext.console import quiet_third_party_warnings, setup_command_logging
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,8 +17,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", help="Spark master (default: spark.master, else local[*])")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark conf")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per JVM callback otherwise
+    quiet_third_party_warnings()
+    setup_command_logging()
     conf = {key: value for key, _, value in (pair.partition("=") for pair in args.conf)}
 
     from sqlext.gateway.server import run
