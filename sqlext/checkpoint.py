@@ -243,7 +243,7 @@ class LeaseOwner:
 
     def is_stale(self, now_ms: int, held_here: set[str]) -> bool:
         """Gone: heartbeat too old, its process no longer runs on this host, or it is this process's
-        and no insert of this process holds it any more."""
+        and no running insert of this process holds it (``held_here``)."""
         if now_ms - self.renewed_ms > LEASE_TIMEOUT_S * 1000:
             return True
         if self.host != socket.gethostname():
@@ -267,9 +267,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-#: Tokens of the leases this process holds.
-_HELD: set[str] = set()
+#: The leases this process holds, by token.
+_HELD: dict[str, Lease] = {}
 _HELD_LOCK = threading.Lock()
+
+
+def _held_by_running_inserts() -> set[str]:
+    """Tokens of this process's leases whose insert still runs (one that ended gives its lease up within
+    a second; a restart right after a stop must not wait for that)."""
+    with _HELD_LOCK:
+        held = list(_HELD.values())
+    return {lease.owner.token for lease in held if lease.holder_alive()}
 
 
 @dataclass
@@ -283,18 +291,22 @@ class Lease:
     lost: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _alive: Callable[[], bool] | None = None
 
     @classmethod
     def acquire(cls, fs: FileSystem, checkpoint: str, pipeline: str) -> Lease:
         """Take the checkpoint's lease, or raise :class:`CheckpointInUseError` naming its holder."""
         uri = lease_uri(checkpoint)
         current = read_lease(fs, checkpoint)
-        with _HELD_LOCK:
-            held = set(_HELD)
-        if current is not None and not current.is_stale(_now_ms(), held):
+        if current is not None and not current.is_stale(_now_ms(), _held_by_running_inserts()):
             raise _in_use(checkpoint, current)
         if current is not None:
-            log.warning("%s: taking over the lease of %s, which is gone", checkpoint, current.describe())
+            with _HELD_LOCK:
+                ended_here = _HELD.get(current.token)
+            if ended_here is not None:
+                ended_here.release()  # now, not at its heartbeat's next tick (which could delete ours)
+            else:
+                log.warning("%s: taking over the lease of %s, which is gone", checkpoint, current.describe())
         now = _now_ms()
         owner = LeaseOwner(socket.gethostname(), os.getpid(), uuid.uuid4().hex, pipeline, now, now)
         fs.write_text(uri, json.dumps(asdict(owner)))
@@ -302,9 +314,14 @@ class Lease:
         winner = read_lease(fs, checkpoint)
         if winner is None or winner.token != owner.token:
             raise _in_use(checkpoint, winner or owner)
+        lease = cls(checkpoint, owner, fs)
         with _HELD_LOCK:
-            _HELD.add(owner.token)
-        return cls(checkpoint, owner, fs)
+            _HELD[owner.token] = lease
+        return lease
+
+    def holder_alive(self) -> bool:
+        """Whether what holds the lease still runs (True until :meth:`keep_while` says how to tell)."""
+        return not self.released and (self._alive is None or self._alive())
 
     def moved_to(self, checkpoint: str) -> None:
         """The checkpoint was moved aside: hold the lease on the (new, empty) one at ``checkpoint``."""
@@ -332,7 +349,7 @@ class Lease:
                 return
             self.released = True
             with _HELD_LOCK:
-                _HELD.discard(self.owner.token)
+                _HELD.pop(self.owner.token, None)
             try:
                 current = read_lease(self.fs, self.checkpoint)
                 if current is not None and current.token == self.owner.token:
@@ -344,6 +361,8 @@ class Lease:
         """Renew the lease in a daemon thread while ``alive()`` (checked every second), then release it.
         If another writer took it over (this process stalled past the timeout), call ``on_lost`` (which
         stops the insert)."""
+
+        self._alive = alive
 
         def heartbeat() -> None:
             last = time.monotonic()

@@ -211,6 +211,18 @@ def test_the_same_process_holds_one_lease_per_checkpoint(tmp_path: Path) -> None
     ck.Lease.acquire(fs, tmp_path.as_uri(), "a").release()
 
 
+def test_an_ended_insert_of_this_process_does_not_block_its_restart(tmp_path: Path) -> None:
+    fs = FileSystem(tmp_path.as_uri())
+    running = [True]
+    first = ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    first.keep_while(lambda: running[0], lambda: None)
+    with pytest.raises(ck.CheckpointInUseError):
+        ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    running[0] = False  # stopped: its heartbeat gives the lease up within a second, the restart need not wait
+    second = ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    second.release()
+
+
 @pytest.mark.parametrize(
     "stale",
     [

@@ -6,10 +6,10 @@ dropped and created again, the same names on a second metastore, and a changed s
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -197,19 +197,34 @@ def test_a_second_run_is_refused_while_the_first_runs_and_a_killed_run_is_resume
         if first.poll() is None:
             first.kill()
             first.wait()
-    killed_at = time.monotonic()
+    killed_at = datetime.now()
     write_hourly_events(input_dir, DAY.replace(hour=3), hours=1, rows_per_hour=20, first_id=next_id)
-    rerun = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: committed() >= 80 or rerun.poll() is not None, 60, what="the rerun to write the new hour")
-        assert rerun.poll() is None, "the rerun ended by itself"
-        assert time.monotonic() - killed_at < 60
-        rerun.send_signal(signal.SIGTERM)
-        _, err = rerun.communicate(timeout=120)
-    finally:
-        if rerun.poll() is None:
-            rerun.kill()
-            rerun.wait()
-    assert rerun.returncode == 0, err[-3000:]
-    assert "taking over the lease" in err and "resuming checkpoint" in err
+    log_file = tmp_path / "rerun.log"
+    with log_file.open("w") as err:
+        rerun = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        try:
+            reached = wait_for(lambda: committed() >= 80 or rerun.poll() is not None, 240, what="the new hour")
+            assert reached and rerun.poll() is None, f"the rerun ended by itself:\n{log_file.read_text()[-3000:]}"
+            rerun.send_signal(signal.SIGTERM)
+            rerun.wait(timeout=120)
+        finally:
+            if rerun.poll() is None:
+                rerun.kill()
+                rerun.wait()
+    stderr = log_file.read_text()
+    assert rerun.returncode == 0, stderr[-3000:]
+    # The killed run's lease is taken over at once (its process is gone), not waited out: the restart resumes
+    # as soon as its Spark session is up. That start-up, not the lease, is what the wall clock measures here
+    # (two cores shared by parallel Spark test runs: up to two minutes seen).
+    took_over = _logged_at(stderr, r"WARNING sqlext.checkpoint: \S+: taking over the lease of insert_lease_db_events")
+    resumed = _logged_at(stderr, r"INFO sqlext.insert: insert_lease_db_events: resuming checkpoint")
+    assert (resumed - took_over).total_seconds() < 10
+    assert (resumed - killed_at).total_seconds() < 300, f"resumed {(resumed - killed_at).total_seconds():.0f} s after"
     assert _ids(sink) == list(range(80)), "every row once"
+
+
+def _logged_at(log_text: str, pattern: str) -> datetime:
+    """The time of the first log line matching ``pattern`` (after its timestamp)."""
+    found = re.search(rf"(\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d,\d+) {pattern}", log_text)
+    assert found is not None, f"no log line {pattern!r} in:\n{log_text[-3000:]}"
+    return datetime.strptime(found.group(1), "%Y-%m-%d %H:%M:%S,%f")
