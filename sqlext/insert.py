@@ -36,7 +36,6 @@ from sqlext.checkpoint import (
     START_OPTION,
     STARTED,
     InsertIdentity,
-    Lease,
     StartMode,
     TableRef,
     metastore_dir_name,
@@ -47,6 +46,7 @@ from sqlext.checkpoint import (
 )
 from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem, join, normalize
+from sqlext.lease import Lease
 from sqlext.options import parse_duration
 from sqlext.sink.api import InsertPlan
 from sqlext.table import TableDefinition, TableIdentifier

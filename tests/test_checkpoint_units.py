@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from sqlext import checkpoint as ck
+from sqlext import lease as ls
 from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem
 from sqlext.sink.commitlog import CommitLog, LogEntry, State
@@ -91,10 +92,10 @@ def test_a_new_checkpoint_starts_fresh_and_records_its_identity(tmp_path: Path) 
     try:
         assert not prepared.resumed and prepared.replaced is None
         assert ck.read_identity(FileSystem(location), location) == IDENTITY
-        assert ck.read_lease(FileSystem(location), location) == prepared.lease.owner
+        assert ls.read_lease(FileSystem(location), location) == prepared.lease.owner
     finally:
         prepared.lease.release()
-    assert ck.read_lease(FileSystem(location), location) is None
+    assert ls.read_lease(FileSystem(location), location) is None
 
 
 def test_its_own_checkpoint_resumes(tmp_path: Path) -> None:
@@ -132,7 +133,7 @@ def test_a_changed_query_is_refused_naming_the_checkpoint_and_leaves_it_as_it_wa
     assert location.as_uri() in message and "ck.src2" in message
     assert "'pipeline.name'" in message and "'sqlext.insert.start' = 'fresh'" in message and "--fresh" in message
     assert ck.read_identity(FileSystem(location.as_uri()), location.as_uri()) == IDENTITY
-    assert ck.read_lease(FileSystem(location.as_uri()), location.as_uri()) is None, "the lease is given back"
+    assert ls.read_lease(FileSystem(location.as_uri()), location.as_uri()) is None, "the lease is given back"
     assert [p.name for p in tmp_path.iterdir()] == ["insert_ck_events"]
 
 
@@ -176,9 +177,9 @@ def test_a_fresh_start_moves_the_querys_old_commit_log_aside(tmp_path: Path) -> 
 # -- the lease -----------------------------------------------------------------------------------------
 
 
-def _write_lease(location: Path, **changes: object) -> ck.LeaseOwner:
-    now = ck._now_ms()
-    owner = ck.LeaseOwner(socket.gethostname(), os.getpid(), "someone", "insert_ck_events", now, now)
+def _write_lease(location: Path, **changes: object) -> ls.LeaseOwner:
+    now = ls._now_ms()
+    owner = ls.LeaseOwner(socket.gethostname(), os.getpid(), "someone", "insert_ck_events", now, now)
     owner = replace(owner, **changes)  # type: ignore[arg-type]
     (location / "sqlext").mkdir(parents=True, exist_ok=True)
     (location / "sqlext" / "lease.json").write_text(json.dumps(asdict(owner)))
@@ -193,8 +194,8 @@ def test_a_live_writer_is_named_and_a_second_one_refused(tmp_path: Path) -> None
     other = _live_pid()
     try:
         _write_lease(tmp_path, pid=other.pid)
-        with pytest.raises(ck.CheckpointInUseError, match=f"process {other.pid} on {socket.gethostname()}"):
-            ck.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
+        with pytest.raises(ls.CheckpointInUseError, match=f"process {other.pid} on {socket.gethostname()}"):
+            ls.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
     finally:
         other.kill()
         other.wait()
@@ -202,24 +203,24 @@ def test_a_live_writer_is_named_and_a_second_one_refused(tmp_path: Path) -> None
 
 def test_the_same_process_holds_one_lease_per_checkpoint(tmp_path: Path) -> None:
     fs = FileSystem(tmp_path.as_uri())
-    first = ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    first = ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
     try:
-        with pytest.raises(ck.CheckpointInUseError):
-            ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+        with pytest.raises(ls.CheckpointInUseError):
+            ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
     finally:
         first.release()
-    ck.Lease.acquire(fs, tmp_path.as_uri(), "a").release()
+    ls.Lease.acquire(fs, tmp_path.as_uri(), "a").release()
 
 
 def test_an_ended_insert_of_this_process_does_not_block_its_restart(tmp_path: Path) -> None:
     fs = FileSystem(tmp_path.as_uri())
     running = [True]
-    first = ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    first = ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
     first.keep_while(lambda: running[0], lambda: None)
-    with pytest.raises(ck.CheckpointInUseError):
-        ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    with pytest.raises(ls.CheckpointInUseError):
+        ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
     running[0] = False  # stopped: its heartbeat gives the lease up within a second, the restart need not wait
-    second = ck.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    second = ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
     second.release()
 
 
@@ -234,23 +235,23 @@ def test_an_ended_insert_of_this_process_does_not_block_its_restart(tmp_path: Pa
 )
 def test_a_stale_lease_is_taken_over(tmp_path: Path, stale: dict[str, object]) -> None:
     _write_lease(tmp_path, **stale)
-    lease = ck.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
+    lease = ls.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
     try:
-        assert ck.read_lease(FileSystem(tmp_path.as_uri()), tmp_path.as_uri()) == lease.owner
+        assert ls.read_lease(FileSystem(tmp_path.as_uri()), tmp_path.as_uri()) == lease.owner
     finally:
         lease.release()
 
 
 def test_a_lease_on_another_host_with_a_fresh_heartbeat_is_respected(tmp_path: Path) -> None:
     _write_lease(tmp_path, host="elsewhere", pid=1)
-    with pytest.raises(ck.CheckpointInUseError, match="on elsewhere"):
-        ck.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
+    with pytest.raises(ls.CheckpointInUseError, match="on elsewhere"):
+        ls.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "insert_ck_events")
 
 
 def test_a_lease_taken_over_is_noticed_at_the_next_renewal(tmp_path: Path) -> None:
-    lease = ck.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "a")
+    lease = ls.Lease.acquire(FileSystem(tmp_path.as_uri()), tmp_path.as_uri(), "a")
     assert lease.renew()
     _write_lease(tmp_path, token="the-new-writer")
     assert not lease.renew() and lease.lost
     lease.release()
-    assert ck.read_lease(FileSystem(tmp_path.as_uri()), tmp_path.as_uri()).token == "the-new-writer"  # type: ignore[union-attr]
+    assert ls.read_lease(FileSystem(tmp_path.as_uri()), tmp_path.as_uri()).token == "the-new-writer"  # type: ignore[union-attr]
