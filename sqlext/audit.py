@@ -27,7 +27,32 @@ def resolve_table_path(target: str, metastore_uri: str | None) -> str:
 
 
 def commit_log_entries(table_path: str, query: str | None = None) -> list[LogEntry]:
-    return list(CommitLog(FileSystem(table_path), table_path).entries(query))
+    """The log's entries, by query then batch. Entries a fresh start set aside
+    (``<query>.replaced-<time>``, see :func:`sqlext.checkpoint.set_aside_commit_log`) are named so."""
+    log = CommitLog(FileSystem(table_path), table_path)
+    entries = []
+    for name in [query] if query else log.queries():
+        for entry in log.entries(name):
+            entry.query = name
+            entries.append(entry)
+    return entries
+
+
+def describe_inserts(table_path: str, query: str | None = None, as_json: bool = False) -> str:
+    """Each insert writing the table: its checkpoint, its identity and whether it runs now."""
+    from sqlext.checkpoint import recorded_inserts
+
+    inserts = recorded_inserts(table_path, query)
+    fs = FileSystem(table_path)
+    if as_json:
+        return "\n".join(
+            json.dumps(
+                {"insert": r.query, "checkpoint": r.checkpoint, "started": r.started, "identity": r.identity.to_json()},
+                sort_keys=True,
+            )
+            for r in inserts
+        )
+    return "\n".join(r.describe(fs) for r in inserts)
 
 
 def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:

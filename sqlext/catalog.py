@@ -5,14 +5,17 @@ A table is an ``EXTERNAL_TABLE`` at its ``path``, with the SerDe and input/outpu
 (Hive types), so Spark SQL, Spark's Thrift server and every HMS client read it natively. What only
 Flink DDL has — the full column list with Flink types, computed and metadata columns, the watermark,
 the primary key, the WITH options — is kept in the table parameters (``sqlext.*``; each option as
-``sqlext.option.<key>``), enough to rebuild the exact definition in a later session.
+``sqlext.option.<key>``), enough to rebuild the exact definition in a later session. ``sqlext.table-id``
+tells a table from an earlier one of the same name (see :mod:`sqlext.checkpoint`).
 
 Temporary tables live in the catalog object only, shadow HMS tables and never reach the HMS.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import timedelta
@@ -25,6 +28,8 @@ from sqlext.metastore.client import MetastoreClient
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
 PARAM_PREFIX = "sqlext."
+#: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
+TABLE_ID = f"{PARAM_PREFIX}table-id"
 OPTION_PREFIX = "sqlext.option."
 FORMAT_VERSION = "1"
 
@@ -165,8 +170,21 @@ class Catalog:
             raise ValidationError(
                 f"Database '{ident.database}' does not exist; CREATE DATABASE {ident.database} first."
             )
-        self.client.create_table(to_hms(table))
+        hms_table = to_hms(table)
+        hms_table.parameters[TABLE_ID] = uuid.uuid4().hex  # a recreated table is a new table
+        self.client.create_table(hms_table)
         return True
+
+    def table_id(self, ident: TableIdentifier) -> str:
+        """What tells this table from an earlier one of the same name (an insert's checkpoint records it):
+        the ``sqlext.table-id`` stored at CREATE; for a table created before sqlext stored one, its HMS
+        create time; for a temporary table, a hash of its definition (it is declared again each run)."""
+        if ident in self.temporary:
+            table = self.temporary[ident]
+            text = json.dumps([[asdict(c) for c in table.columns], sorted(table.options.items())])
+            return "temporary-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        hms_table = self.hms_table(ident)
+        return (hms_table.parameters or {}).get(TABLE_ID) or f"created-{hms_table.createTime}"
 
     def _with_default_path(self, table: TableDefinition) -> TableDefinition:
         """Hive-dialect DDL without LOCATION: the table lives under its database's location."""
@@ -255,6 +273,8 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     )
     kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
     parameters = {**kept, **definition_parameters(table)}
+    if existing and TABLE_ID in (existing.parameters or {}):
+        parameters[TABLE_ID] = existing.parameters[TABLE_ID]
     return ttypes.Table(
         tableName=table.identifier.name,
         dbName=table.identifier.database,

@@ -71,9 +71,12 @@ def _metastore_stop(args: argparse.Namespace) -> int:
 
 
 def _commits(args: argparse.Namespace) -> int:
-    from sqlext.audit import commit_log_entries, render, resolve_table_path
+    from sqlext.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     path = resolve_table_path(args.table, args.metastore_uri)
+    inserts = describe_inserts(path, args.query, as_json=args.json)
+    if inserts:
+        print(inserts)
     print(render(commit_log_entries(path, args.query), as_json=args.json))
     return 0
 
@@ -177,9 +180,14 @@ sqlext's parser first, so Flink DDL and streaming INSERTs work; queries are Spar
 
 
 def _run(args: argparse.Namespace) -> int:
+    from sqlext.checkpoint import START_OPTION, StartMode
+    from sqlext.config import SESSION_PREFIX
     from sqlext.runner import run_file
 
-    return run_file(args.file, _parse_conf(args.conf))
+    conf = _parse_conf(args.conf)
+    if args.fresh:
+        conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
+    return run_file(args.file, conf)
 
 
 def _driver_path(args: argparse.Namespace) -> int:
@@ -282,6 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")
     run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")
     run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    run.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start every insert over: move its checkpoint aside and read its sources from the start "
+        "(as SET 'sqlext.insert.start' = 'fresh')",
+    )
     run.set_defaults(handler=_run)
 
     driver = commands.add_parser("driver-path", help="print the spark-submit driver script's path")

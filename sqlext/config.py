@@ -45,7 +45,9 @@ KEYS: dict[str, str] = {
     METASTORE_DRIVER_JAR: "JDBC driver jar (default /usr/share/java/postgresql.jar for postgres).",
     METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s).",
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
-    CHECKPOINT_ROOT: "Root of the checkpoints of sqlext's streaming inserts.",
+    CHECKPOINT_ROOT: (
+        "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."
+    ),
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
 }
 

@@ -11,24 +11,42 @@ Session options (``SET 'k' = 'v'``), in Flink's names:
 - ``execution.runtime-mode``: ``streaming`` (default: the statement starts a query and returns its
   id) or ``batch`` (the statement reads what is there, writes, commits every partition, returns).
 - ``pipeline.name``: the insert's stable name (default ``insert_<db>_<table>``), which names its
-  checkpoint ``<checkpoint root>/<name>``: running the same insert again resumes it.
+  checkpoint ``<checkpoint root>/<name>``: running the same insert again resumes it, if the checkpoint is
+  its own (same metastore, sink table, sources and query: see :mod:`sqlext.checkpoint`).
+- ``sqlext.insert.start``: ``auto`` (default), ``fresh`` (move the checkpoint aside, start over) or
+  ``resume`` (resume it although the query or its sources changed).
 - ``execution.checkpointing.interval``: the micro-batch interval (Spark's processing-time trigger);
   unset: Spark's default, a new batch as soon as the previous one is done.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
 from sqlglot import expressions as exp
 
 from sqlext import config as cfg
+from sqlext.checkpoint import (
+    START_OPTION,
+    STARTED,
+    InsertIdentity,
+    StartMode,
+    TableRef,
+    metastore_dir_name,
+    normalize_metastore,
+    prepare,
+    record_in_table,
+    set_aside_commit_log,
+)
 from sqlext.errors import ValidationError
-from sqlext.fs import join, normalize
+from sqlext.fs import FileSystem, join, normalize
+from sqlext.lease import Lease
 from sqlext.options import parse_duration
 from sqlext.sink.api import InsertPlan
 from sqlext.table import TableDefinition, TableIdentifier
@@ -36,6 +54,7 @@ from sqlext.table import TableDefinition, TableIdentifier
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger("sqlext.insert")
 RUNTIME_MODE = "execution.runtime-mode"
 PIPELINE_NAME = "pipeline.name"
 CHECKPOINT_INTERVAL = "execution.checkpointing.interval"
@@ -67,16 +86,29 @@ def default_query_name(identifier: TableIdentifier) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"insert_{identifier.database}_{identifier.name}")
 
 
-def checkpoint_root(spark: SparkSession, config: Any) -> str:
+def checkpoint_root(spark: SparkSession, config: Any, metastore_uri: str | None = None) -> str:
     """``spark.sqlext.checkpoint.root`` (runtime conf, then startup conf), else Spark's
-    ``spark.sql.streaming.checkpointLocation``, else ``$SQLEXT_HOME/checkpoints``."""
+    ``spark.sql.streaming.checkpointLocation``, else ``$SQLEXT_HOME/checkpoints/<metastore>`` (one dir
+    per metastore, so that tables of the same name in two metastores never share a checkpoint;
+    ``metastore_uri`` defaults to the session's ``spark.sqlext.metastore.uris``)."""
+    root = _configured_root(spark, config)
+    if root:
+        return root
+    uri = metastore_uri or spark.conf.get(cfg.METASTORE_URIS, None)
+    return join(_legacy_default_root(), metastore_dir_name(uri)) if uri else _legacy_default_root()
+
+
+def _configured_root(spark: SparkSession, config: Any) -> str | None:
     root = spark.conf.get(cfg.CHECKPOINT_ROOT, None) or (config.get(cfg.CHECKPOINT_ROOT) if config else None)
     root = root or spark.conf.get("spark.sql.streaming.checkpointLocation", None)
-    if not root:
-        from sqlext.paths import default_home
+    return normalize(root) if root else None
 
-        root = (default_home() / "checkpoints").as_uri()
-    return normalize(root)
+
+def _legacy_default_root() -> str:
+    """``$SQLEXT_HOME/checkpoints``: the default root before it had a dir per metastore."""
+    from sqlext.paths import default_home
+
+    return normalize((default_home() / "checkpoints").as_uri())
 
 
 def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -> SourceFrame:
@@ -163,10 +195,12 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
     rows = spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark"))
     rows = conform_to_sink(rows, sink, statement.static_partitions)
     query_name = session.options.get(PIPELINE_NAME) or default_query_name(sink.identifier)
+    start_mode = StartMode.parse(session.options.get(START_OPTION))
     bounded = all(source.bounded for source in sources.values())
+    metastore_uri = getattr(session, "metastore_uri", None)
     plan = InsertPlan(
         query_name=query_name,
-        checkpoint_location=join(checkpoint_root(spark, session.config), query_name),
+        checkpoint_location=join(checkpoint_root(spark, session.config, metastore_uri), query_name),
         static_partitions=dict(statement.static_partitions),
         overwrite=statement.overwrite,
         trigger_interval=_trigger_interval(session.options),
@@ -174,15 +208,104 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
     )
     table_sink = _create_sink(session, sink)
     if mode == BATCH or not rows.isStreaming:
-        table_sink.write_batch(rows, plan)
+        lease = Lease.acquire(FileSystem(plan.checkpoint_location), plan.checkpoint_location, query_name)
+        try:
+            table_sink.write_batch(rows, plan)
+        finally:
+            lease.release()
         return spark.createDataFrame(
             [(query_name, str(sink.identifier), "FINISHED")], "job_name STRING, sink STRING, status STRING"
         )
     _check_watermark(sink, any(source.has_watermark for source in sources.values()))
-    query = table_sink.start_stream(rows, plan)
+    identity = insert_identity(session, sink, sources, statement, query_name)
+    if _configured_root(spark, session.config) is None:
+        _move_legacy_checkpoint(sink, query_name, plan.checkpoint_location)
+    prepared = prepare(plan.checkpoint_location, identity, start_mode, lambda: _sink_has_log(sink, query_name))
+    try:
+        table_path = _table_path(sink)
+        if table_path:
+            if not prepared.resumed:
+                set_aside_commit_log(table_path, query_name)
+            record_in_table(table_path, prepared)
+        log.info(
+            "%s: %s checkpoint %s (%s)",
+            query_name,
+            "resuming" if prepared.resumed else "starting a fresh",
+            plan.checkpoint_location,
+            identity.describe(),
+        )
+        query = table_sink.start_stream(rows, plan)
+    except BaseException:
+        prepared.lease.release()
+        raise
+    STARTED[str(query.id)] = prepared
+    prepared.lease.keep_while(partial(_insert_alive, query), partial(_stop_insert, query))
     return spark.createDataFrame(
         [(str(query.id), query_name, str(sink.identifier))], "job_id STRING, job_name STRING, sink STRING"
     )
+
+
+def insert_identity(
+    session: Any, sink: TableDefinition, sources: Mapping[TableIdentifier, SourceFrame], statement: Any, name: str
+) -> InsertIdentity:
+    """Whose checkpoint this insert's is: metastore, sink and source ids, the query as it runs."""
+    catalog = session.catalog
+    current = getattr(session, "current_database", None) or "default"
+    query = _rewrite(statement.query, sources, current).sql(dialect="spark")
+    if statement.static_partitions:
+        values = ", ".join(f"{k} = '{v}'" for k, v in sorted(statement.static_partitions.items()))
+        query = f"PARTITION ({values}) {query}"
+    return InsertIdentity(
+        pipeline=name,
+        metastore=normalize_metastore(catalog.metastore_uri),
+        sink=TableRef(str(sink.identifier), catalog.table_id(sink.identifier)),
+        sources=tuple(TableRef(str(ident), catalog.table_id(ident)) for ident in sorted(sources, key=str)),
+        query=query,
+    )
+
+
+def _table_path(table: TableDefinition) -> str | None:
+    path = table.options.get("path") if table.connector == "filesystem" else None
+    return normalize(path) if path else None
+
+
+def _sink_has_log(sink: TableDefinition, query_name: str) -> bool:
+    """A checkpoint without identity is this insert's when the sink's commit log has its batches (or the
+    sink keeps no log to tell)."""
+    from sqlext.sink.commitlog import CommitLog
+
+    path = _table_path(sink)
+    return path is None or CommitLog(FileSystem(path), path).last_batch(query_name) is not None
+
+
+def _move_legacy_checkpoint(sink: TableDefinition, query_name: str, location: str) -> None:
+    """Checkpoints at ``$SQLEXT_HOME/checkpoints/<name>`` (before the default root had a dir per
+    metastore) move to their new place when their sink's commit log shows they are this insert's."""
+    legacy = join(_legacy_default_root(), query_name)
+    fs = FileSystem(legacy)
+    if legacy == location or fs.exists(location) or not fs.is_dir(join(legacy, "offsets")):
+        return
+    if fs.exists(join(legacy, "sqlext", "identity.json")) or not _sink_has_log(sink, query_name):
+        return
+    fs.move(legacy, location)
+    log.info("%s: checkpoint moved from %s to %s (one dir per metastore)", query_name, legacy, location)
+
+
+def _insert_alive(query: Any) -> bool:
+    from sqlext.sink.filesystem import running_insert
+
+    running = running_insert(str(query.id))
+    return not running.finished.is_set() if running is not None else bool(query.isActive)
+
+
+def _stop_insert(query: Any) -> None:
+    from sqlext.sink.filesystem import running_insert
+
+    running = running_insert(str(query.id))
+    if running is not None:
+        running.stop()
+    else:
+        query.stop()
 
 
 def _create_sink(session: Any, table: TableDefinition) -> Any:

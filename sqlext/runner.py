@@ -4,7 +4,8 @@ Statements run in order on an extended session; ``SET`` lines apply to what foll
 are started, then waited for: the command ends when they end (bounded inputs) or on Ctrl-C / SIGTERM,
 which stops them cleanly (Spark finishes the batch being committed before the query stops). Each insert
 has a stable name (from its sink table, or ``SET 'pipeline.name'``) that names its checkpoint under the
-checkpoint root, so running the same file again resumes the inserts where they stopped. A failing
+checkpoint root, so running the same file again resumes the inserts where they stopped (each only its
+own checkpoint, see :mod:`sqlext.checkpoint`; ``--fresh`` starts them over). A failing
 statement stops the run with exit code 1 and is named with its line.
 """
 
@@ -117,7 +118,18 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        _release_checkpoints(job_ids)
     return 1 if failed else 0
+
+
+def _release_checkpoints(job_ids: list[str]) -> None:
+    """The run ends: give up the checkpoints' leases now rather than leave them to expire."""
+    from sqlext.checkpoint import started_checkpoint
+
+    for job_id in job_ids:
+        prepared = started_checkpoint(job_id)
+        if prepared is not None:
+            prepared.lease.release()
 
 
 def failure_hint(failure: str) -> str:

@@ -224,8 +224,15 @@ class SqlextSession:
         return execute_insert(self, replace(statement, target=target))
 
     def _on_ShowJobs(self, statement: p.ShowJobs) -> DataFrame:
-        rows = [(str(q.id), q.name or "", "RUNNING" if q.isActive else "FINISHED") for q in self.spark.streams.active]
-        return self._rows("job_id STRING, job_name STRING, status STRING", rows)
+        from sqlext.checkpoint import started_checkpoint
+
+        rows = []
+        for query in self.spark.streams.active:
+            prepared = started_checkpoint(str(query.id))
+            checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
+            status = "RUNNING" if query.isActive else "FINISHED"
+            rows.append((str(query.id), query.name or "", status, checkpoint, identity))
+        return self._rows("job_id STRING, job_name STRING, status STRING, checkpoint STRING, identity STRING", rows)
 
     def _on_StopJob(self, statement: p.StopJob) -> DataFrame:
         query = self.spark.streams.get(statement.job_id)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from sqlext.catalog import OPTION_PREFIX, Catalog
+from sqlext.catalog import OPTION_PREFIX, TABLE_ID, Catalog
 from sqlext.errors import OptionError, SqlextError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.metastore.client import MetastoreClient
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
@@ -235,6 +235,25 @@ def test_alter_options_set_and_reset_validated_before_storing(catalog: Catalog, 
     rebuilt = Catalog(catalog.client).get_table(table.identifier)
     assert rebuilt == table
     assert catalog.hms_table(table.identifier).sd.location == _hms_path(tmp_path / "altered")
+
+
+def test_a_table_id_is_set_at_create_kept_by_alter_and_new_for_a_table_created_again(
+    catalog: Catalog, tmp_path: Path
+) -> None:
+    table = _events("identified", tmp_path / "identified")
+    catalog.create_table(table)
+    first = catalog.table_id(table.identifier)
+    assert first == catalog.hms_table(table.identifier).parameters[TABLE_ID] and len(first) == 32
+    catalog.alter_table_options(table.identifier, {"sink.partition-commit.delay": "2 h"}, ())
+    assert catalog.table_id(table.identifier) == first
+    catalog.drop_table(table.identifier)
+    catalog.create_table(table)
+    assert catalog.table_id(table.identifier) not in ("", first)
+
+    raw = catalog.hms_table(table.identifier)
+    del raw.parameters[TABLE_ID]  # a table created before sqlext stored ids
+    catalog.client.alter_table(DB, "identified", raw)
+    assert catalog.table_id(table.identifier) == f"created-{raw.createTime}"
 
 
 def test_databases(catalog: Catalog, tmp_path: Path) -> None:

@@ -79,7 +79,10 @@ def test_show_jobs_lists_a_streaming_insert_and_stop_job_stops_it_after_a_commit
         INSERT INTO e2e.watched
         SELECT id, user_id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.watched_src""").collect()
     wait_for(lambda: len(hms.get_partition_names("e2e", "watched")) == 2, 180, what="both hours committed")
-    assert (row.job_id, row.job_name, "RUNNING") in [tuple(r) for r in spark.sql("SHOW JOBS").collect()]
+    [job] = [r for r in spark.sql("SHOW JOBS").collect() if r.job_id == row.job_id]
+    assert (job.job_name, job.status) == (row.job_name, "RUNNING")
+    assert job.checkpoint == f"{(tmp_path / 'checkpoints').as_uri()}/{row.job_name}"
+    assert "sink e2e.watched (id " in job.identity and "sources e2e.watched_src (id " in job.identity
 
     assert [tuple(r) for r in spark.sql(f"STOP JOB '{row.job_id}'").collect()] == [("OK",)]
 

@@ -6,7 +6,8 @@ must still see and stop them. So the gateway keeps the jobs itself, for all sess
 Flink's ``SHOW JOBS`` and ``STOP JOB '<id>'`` from here. A job is listed from the moment its INSERT
 returns until the gateway stops, with Flink's states: RUNNING (also while a bounded insert commits its
 last partitions), FINISHED (a bounded insert that read all its input and committed it), FAILED,
-CANCELED (stopped with ``STOP JOB``).
+CANCELED (stopped with ``STOP JOB``). Each row also shows the job's checkpoint and whose it is (see
+:mod:`sqlext.checkpoint`): what runs again when the same insert is started again.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ COLUMNS = (
     ResultColumn("job_name", T.STRING_TYPE),
     ResultColumn("status", T.STRING_TYPE),
     ResultColumn("start_time", T.TIMESTAMP_TYPE),
+    ResultColumn("checkpoint", T.STRING_TYPE),
+    ResultColumn("identity", T.STRING_TYPE),
 )
 
 
@@ -111,7 +114,14 @@ class JobRegistry:
             return sorted(self._jobs.values(), key=lambda job: job.started)
 
     def show(self) -> ResultSet:
-        rows = [(j.job_id, j.job_name, str(j.status), j.started.isoformat(" ", "milliseconds")) for j in self.jobs()]
+        from sqlext.checkpoint import started_checkpoint
+
+        rows = []
+        for job in self.jobs():
+            prepared = started_checkpoint(job.job_id)
+            checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
+            started = job.started.isoformat(" ", "milliseconds")
+            rows.append((job.job_id, job.job_name, str(job.status), started, checkpoint, identity))
         return ResultSet(COLUMNS, rows)
 
     def stop(self, job_id: str) -> None:
