@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import OptionError
+from sqlext.formats import CsvTextForm, check_columns
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SinkContext, SourceContext
 from sqlext.table import Column, TableDefinition
@@ -81,7 +82,11 @@ class FileSystemTableFactory(ConnectorFactory):
         ``custom`` kind, and metadata columns the connector offers."""
         super().validate(table)
         options = Options(table.options)
-        _check_format_options(table.options, options.require(fso.FORMAT))
+        fmt = options.require(fso.FORMAT)
+        _check_format_options(table.options, fmt)
+        check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
+        if fmt == "csv":
+            CsvTextForm.from_options(options.with_prefix("csv."))
         if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
             fso.COMMIT_POLICY_CLASS
         ):
@@ -122,8 +127,11 @@ class FileSystemTableFactory(ConnectorFactory):
                 reader_opts["maxFilesPerTrigger"] = str(max_files)
         else:
             reader = context.spark.read
-        schema = _read_schema(table)
-        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
+        if fmt == "csv":
+            frame = _read_csv_text(reader, table, options, reader_opts)
+        else:
+            schema = _read_schema(table)
+            frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
         pattern = options.get(fso.SOURCE_PATH_REGEX)
         if pattern:
             frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
@@ -164,7 +172,27 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
             mapped["timestampFormat"] = _JSON_TIMESTAMP_FORMATS.get(value.strip().upper(), value)
         else:
             mapped[_RENAMED.get(key, key)] = value
+    if fmt == "json":  # Flink's default standard, which sqlext's json writer writes too
+        mapped.setdefault("timestampFormat", _JSON_TIMESTAMP_FORMATS["SQL"])
     return mapped
+
+
+def _read_csv_text(reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]) -> DataFrame:
+    """csv files as text lines, parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`)."""
+    from pyspark.sql import functions as F
+
+    from sqlext.formats import CsvTextForm, spark_column_types
+
+    form = CsvTextForm.from_options(options.with_prefix("csv."))
+    keys = ", ".join(f"`{key}` string" for key in table.partition_keys)
+    schema = "value string" + (f", {keys}" if keys else "")
+    passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger")}
+    lines = reader.format("text").schema(schema).options(**passed).load(options.require(fso.PATH))
+    if form.allow_comments:
+        lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
+    fields = form.parse(F.col("value"), spark_column_types(table))
+    others = [F.col(f"`{key}`") for key in table.partition_keys] + [F.col("_metadata")]
+    return lines.select(*fields, *others)
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:
