@@ -160,5 +160,30 @@ def test_streaming_insert_and_compaction_read_back_exactly_in_every_reader(
     database, name = sink.split(".")
     definition = Catalog(hms).get_table(TableIdentifier(database, name))
     summary = compact_table(definition, hms, reader_grace=timedelta(0), show_progress=False)
-    assert summary.compacted == 2 and summary.files_after == 2, summary
+    # pyarrow reads ORC timestamps as nanoseconds only: p=b holds year 9999 and is left as it is.
+    merged = 1 if fmt == "orc" else 2
+    assert summary.compacted == merged and summary.files_after == merged, summary
     _check_all_readers(spark, hms, sink, fmt, "after sqlext compact")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "orc", "csv"])
+def test_format_sqlext_writer_reads_back_exactly_in_every_reader(
+    session: Path, spark: Any, hms: MetastoreClient, fmt: str
+):
+    """``format("sqlext")`` writes with pyarrow on the executors: the same forms as the INSERT path."""
+    import sqlext
+
+    sink = _create_sink(spark, session, fmt, "datasource")
+    sqlext.register(spark)
+    query = (
+        spark.readStream.schema(spark_schema(fmt))
+        .parquet((session / f"landing_{fmt}").as_uri())
+        .writeStream.format("sqlext")
+        .option("table", sink)
+        .option("checkpointLocation", (session / "checkpoints" / f"datasource_{fmt}").as_uri())
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    assert query.exception() is None
+    _check_all_readers(spark, hms, sink, fmt, "format('sqlext')")

@@ -190,9 +190,12 @@ def _read_csv_text(reader: Any, table: TableDefinition, options: Options, reader
     lines = reader.format("text").schema(schema).options(**passed).load(options.require(fso.PATH))
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
-    fields = form.parse(F.col("value"), spark_column_types(table))
+    fields, parsed = form.parse(F.col("value"), spark_column_types(table))
     others = [F.col(f"`{key}`") for key in table.partition_keys] + [F.col("_metadata")]
-    return lines.select(*fields, *others)
+    frame = lines.select(*fields, *others, parsed.alias("__sqlext_parsed"))
+    if form.ignore_parse_errors:
+        frame = frame.where(F.col("__sqlext_parsed"))
+    return frame.drop("__sqlext_parsed")
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:

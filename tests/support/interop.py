@@ -65,6 +65,12 @@ FORMATS = ("parquet", "orc", "csv", "json")
 
 #: WITH options of the matrix's tables per format (Flink's names), beyond connector/path/format.
 FORMAT_OPTIONS: dict[str, dict[str, str]] = {"parquet": {}, "orc": {}, "csv": {}, "json": {}}
+#: What a Flink DDL over a sqlext table adds to read sqlext's defaults (sqlext's csv escapes with a
+#: backslash and writes NULL as ``\N``; Flink's csv defaults are no escape character and an empty field).
+FLINK_READ_OPTIONS: dict[str, dict[str, str]] = {
+    "csv": {"csv.escape-character": "\\", "csv.null-literal": "\\N"},
+    "json": {},
+}
 
 HOSTILE_STRINGS = [
     "a,b",
