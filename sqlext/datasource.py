@@ -254,9 +254,21 @@ def _write_format(file_format: str, rows: Any, out: Any, form: CsvTextForm | Non
     elif file_format == "orc":
         import pyarrow.orc as orc
 
-        orc.write_table(rows, out)
+        orc.write_table(_naive_timestamps(rows), out)
     else:
         out.write(form.encode_rows(rows) if form else b"")
+
+
+def _naive_timestamps(rows: Any) -> Any:
+    """Zoned timestamps as UTC wall-clock ones: pyarrow writes zoned ones as ORC ``TIMESTAMP_INSTANT``, a
+    type Hive 2.3's ORC reader does not know; a plain ORC ``TIMESTAMP`` written in UTC is the same instant."""
+    import pyarrow as pa
+
+    for index, column in enumerate(rows.schema):
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            naive = rows.column(index).cast(pa.timestamp(column.type.unit))
+            rows = rows.set_column(index, pa.field(column.name, naive.type, column.nullable), naive)
+    return rows
 
 
 def _size(fs: FileSystem, uri: str) -> int:
