@@ -341,14 +341,6 @@ def json_write_options(format_options: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def spark_column_types(table: Any) -> list[tuple[str, str]]:
-    """(name, Spark type) of a table's physical non-partition columns."""
-    from sqlext.types import spark_type
-
-    keys = {key.lower() for key in table.partition_keys}
-    return [(c.name, spark_type(c.type)) for c in table.physical_columns if c.name.lower() not in keys]
-
-
 #: What the SerDe parameters of each format's descriptor hold (docs).
 _PARAMETER_NOTES = {
     "csv": (

@@ -59,6 +59,7 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
     """The Spark session, extended, with a parquet landing dir per format holding :data:`ROWS` in
     ``STREAM_FILES`` files, and a sqlext source table over each."""
     root = tmp_path_factory.mktemp("interop")
+    was_extended = hasattr(spark, "_sqlext_session")
     extend(spark)
     spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
@@ -76,6 +77,10 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
     spark.sql("SET 'execution.runtime-mode' = 'batch'")
     yield root
     spark.sql("RESET 'execution.runtime-mode'")
+    spark.conf.unset("spark.sqlext.checkpoint.root")
+    if not was_extended:  # later modules get the plain session they expect
+        del spark.sql
+        del spark._sqlext_session
 
 
 def _create_sink(spark: Any, root: Path, fmt: str, mode: str) -> str:

@@ -15,7 +15,9 @@ As a source:
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
-- format options lose their prefix and take Spark's names (see :func:`reader_options`);
+- csv is read as text lines and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
+  :class:`sqlext.formats.CsvTextForm`), which also takes Flink's quoted fields; json options lose their
+  prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
   that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
@@ -128,7 +130,7 @@ class FileSystemTableFactory(ConnectorFactory):
         else:
             reader = context.spark.read
         if fmt == "csv":
-            frame = _read_csv_text(reader, table, options, reader_opts)
+            frame = _read_csv_text(context.spark, reader, table, options, reader_opts)
         else:
             schema = _read_schema(table)
             frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
@@ -172,30 +174,50 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
             mapped["timestampFormat"] = _JSON_TIMESTAMP_FORMATS.get(value.strip().upper(), value)
         else:
             mapped[_RENAMED.get(key, key)] = value
-    if fmt == "json":  # Flink's default standard, which sqlext's json writer writes too
-        mapped.setdefault("timestampFormat", _JSON_TIMESTAMP_FORMATS["SQL"])
     return mapped
 
 
-def _read_csv_text(reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]) -> DataFrame:
-    """csv files as text lines, parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`)."""
+def _read_csv_text(
+    spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
+) -> DataFrame:
+    """csv files as text lines, parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`).
+    Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv reader
+    does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
-    from sqlext.formats import CsvTextForm, spark_column_types
+    from sqlext.formats import CsvTextForm
 
     form = CsvTextForm.from_options(options.with_prefix("csv."))
-    keys = ", ".join(f"`{key}` string" for key in table.partition_keys)
-    schema = "value string" + (f", {keys}" if keys else "")
+    path = options.require(fso.PATH)
+    from_dirs = _directory_columns(spark, path, table)
+    dir_columns = [c for c in table.physical_columns if _is_partition_key(c, table) or c.name.lower() in from_dirs]
+    data = [(c.name, _spark_type(c.type)) for c in table.physical_columns if c not in dir_columns]
+    schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger")}
-    lines = reader.format("text").schema(schema).options(**passed).load(options.require(fso.PATH))
+    lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
-    fields, parsed = form.parse(F.col("value"), spark_column_types(table))
-    others = [F.col(f"`{key}`") for key in table.partition_keys] + [F.col("_metadata")]
-    frame = lines.select(*fields, *others, parsed.alias("__sqlext_parsed"))
+    fields, parsed = form.parse(F.col("value"), data)
+    others = [
+        F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
+        for c in dir_columns
+    ]
+    frame = lines.select(*fields, *others, F.col("_metadata"), parsed.alias("__sqlext_parsed"))
     if form.ignore_parse_errors:
         frame = frame.where(F.col("__sqlext_parsed"))
     return frame.drop("__sqlext_parsed")
+
+
+def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str]:
+    """Lower-case names of the table's columns that Spark finds as ``k=v`` directories under ``path``."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        found = spark.read.format("text").load(path).columns
+    except AnalysisException:  # no such path yet: only the declared partition keys
+        return set()
+    names = {c.name.lower() for c in table.physical_columns}
+    return {name.lower() for name in found if name != "value" and name.lower() in names}
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:
