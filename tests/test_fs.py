@@ -21,7 +21,7 @@ NAMES = ["p=%252e%252e", "p=a%2Fb", "with space", "ünïcode", "x%20y"]
 MOUNT = "sqlext-test-fs"
 
 
-@pytest.fixture(params=["pyarrow", "hadoop"])
+@pytest.fixture(params=["pyarrow", pytest.param("hadoop", marks=pytest.mark.spark)])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "hadoop":
         request.getfixturevalue("spark")
@@ -157,6 +157,7 @@ def test_the_fallback_names_what_serves_an_unknown_scheme(monkeypatch: pytest.Mo
         FileSystem("wasb://c@a.blob.core.windows.net/t").exists("wasb://c@a.blob.core.windows.net/t/x")
 
 
+@pytest.mark.spark
 def test_auto_keeps_local_paths_on_pyarrow_and_sends_the_rest_to_spark(spark, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(BACKEND_ENV, "auto")
     assert backend_name("file:///tmp/t") == "pyarrow"

@@ -18,7 +18,8 @@ Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had
   of the failed attempt is ever visible;
 - crash after 2 or during 3: the replay finds ``requested``/``inflight`` and finishes the moves from
   the plan (a file already at its final place is not moved again), without writing again;
-- crash after 3: the replay finds ``completed`` and writes nothing; it runs step 4 again;
+- crash after 3: the replay finds ``completed`` and writes nothing (it removes the staging dir, in case the
+  crash came before that); it runs step 4 again;
 - crash during 4: policies are idempotent, so partitions committed before the crash are committed
   again (same HMS partition, same statistics, same success file) and the rest for the first time.
 
@@ -183,6 +184,8 @@ class BatchCommitter:
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
+                # A crash between recording `completed` and removing the staging dir leaves the dir behind.
+                self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
             if entry.state is not State.COMPLETED:
                 self._move(entry)
                 fault_point("after-log", batch_id)
