@@ -6,8 +6,8 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    reader; Spark's own job commit makes that directory complete or absent);
 2. **plan** — the staged files are listed, their final ``k=v`` locations and row counts computed, and
    the plan is recorded as ``N.requested`` in the table's commit log;
-3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory,
-   then ``N.completed`` is recorded and the staging directory removed;
+3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory
+   (``MOVE_THREADS`` at a time), then ``N.completed`` is recorded and the staging directory removed;
 4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
    the commit policies in order; the trigger state is saved in the query checkpoint and the
    committed partitions are added to ``N.completed``.
@@ -34,6 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sqlext.commit")
 
+#: How many files of a batch are moved at once (each move is a copy on an object store).
+MOVE_THREADS = 8
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
 
@@ -132,6 +135,7 @@ class BatchCommitter:
         self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
         self._compactions_recovered = False
         self._committed_here: set[str] = set()
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -288,20 +292,30 @@ class BatchCommitter:
             self._swap_partitions(entry)
         elif entry.operation == "overwrite":
             self._replace_unpartitioned(entry)
+        # In parallel: on an object store each move is a copy, and the files of a batch are independent.
+        list(self._move_pool().map(lambda planned: self._move_file(entry, planned), entry.files))
         for planned in entry.files:
-            if self.fs.exists(planned.staged):
-                self.fs.move(planned.staged, planned.final)
-                fault_point("mid-move", entry.batch)
-            elif not self.fs.exists(planned.final):
-                raise CommitError(
-                    f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
-                    f"{planned.final}; the commit log and the table directory disagree."
-                )
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
         fault_point("after-move", entry.batch)
         self.log.transition(entry, State.COMPLETED)
         self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+
+    def _move_file(self, entry: LogEntry, planned: PlannedFile) -> None:
+        if self.fs.exists(planned.staged):
+            self.fs.move(planned.staged, planned.final)
+            fault_point("mid-move", entry.batch)
+        elif not self.fs.exists(planned.final):
+            raise CommitError(
+                f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
+                f"{planned.final}; the commit log and the table directory disagree."
+            )
+
+    def _move_pool(self) -> ThreadPoolExecutor:
+        # One pool for the committer's life: its threads (and their py4j connections) are reused by every batch.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(MOVE_THREADS, thread_name_prefix=f"sqlext-move-{self.query_name}")
+        return self._pool
 
     def _swap_partitions(self, entry: LogEntry) -> None:
         """INSERT OVERWRITE of a partitioned table: each written partition is replaced whole.
@@ -487,6 +501,9 @@ class BatchCommitter:
     def close(self) -> None:
         if self.metastore is not None:
             self.metastore.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 #: Uncompressed bytes per value by Flink type name, for the first batch's file-size estimate.
