@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 Command = Callable[[argparse.Namespace], int]
 
+STORAGE_CONF_HELP = "Spark conf for the table's storage, e.g. spark.hadoop.fs.s3a.endpoint=... (repeatable)"
+
 
 def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
     base = SqlextConfig.load().metastore_settings()
@@ -38,6 +40,8 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         user=args.user or (base.user if base.backend is backend else ("hive" if postgres else "APP")),
         password=args.password or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
         jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
+        hadoop=tuple(sorted({**dict(base.hadoop), **_parse_conf(args.hadoop_conf)}.items())),
+        hadoop_conf_dir=Path(args.hadoop_conf_dir) if args.hadoop_conf_dir else base.hadoop_conf_dir,
     )
 
 
@@ -70,10 +74,40 @@ def _metastore_stop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reach_storage(location: str, pairs: Sequence[str] | None) -> None:
+    """Make a table's filesystem reachable from this CLI process, with the Spark conf's Hadoop keys.
+
+    ``file:`` tables are served by pyarrow. Any other scheme (``hdfs://``, ``viewfs://``, ``s3a://``, ...) by
+    Spark's Hadoop FileSystem: a local Spark JVM is started for it (a few seconds), configured with
+    ``--conf`` and the conf file, so the CLI reaches exactly what ``sqlext run`` reaches. ``SQLEXT_FS=pyarrow``
+    uses the JVM-less fallback instead (file:, viewfs links, s3a, hdfs through libhdfs).
+    """
+    import os
+    from urllib.parse import urlparse
+
+    from sqlext import arrowfs
+    from sqlext.config import conf_file, read_conf_file
+    from sqlext.fs import BACKEND_ENV
+
+    path = conf_file()
+    conf = {**(read_conf_file(path) if path.is_file() else {}), **_parse_conf(pairs)}
+    arrowfs.configure(conf)
+    if (urlparse(location).scheme or "file") == "file" or os.environ.get(BACKEND_ENV, "").lower() == "pyarrow":
+        return
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[1]").appName("sqlext-storage").config("spark.ui.enabled", "false")
+    for key, value in conf.items():
+        if key.startswith(arrowfs.HADOOP_PREFIX):
+            builder = builder.config(key, value)
+    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+
+
 def _commits(args: argparse.Namespace) -> int:
     from sqlext.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     path = resolve_table_path(args.table, args.metastore_uri)
+    _reach_storage(path, args.conf)
     inserts = describe_inserts(path, args.query, as_json=args.json)
     if inserts:
         print(inserts)
@@ -100,6 +134,7 @@ def _compact(args: argparse.Namespace) -> int:
     uri = args.metastore_uri or config.metastore_uris or config.metastore_settings().uri
     with MetastoreClient(uri) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
+        _reach_storage(table.options.get("path", ""), args.conf)
         summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
     print(
         f"{table.identifier}: {summary.compacted} of {summary.partitions} partition(s) compacted, "
@@ -225,6 +260,15 @@ def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", help="database user")
     parser.add_argument("--password", help="database password")
     parser.add_argument("--jdbc-driver-jar", help="JDBC driver jar (default /usr/share/java/postgresql.jar)")
+    parser.add_argument(
+        "--hadoop-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Hadoop setting for resolving table locations, e.g. fs.viewfs.mounttable.c.link./data=hdfs://nn/data",
+    )
+    parser.add_argument(
+        "--hadoop-conf-dir", help="Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -250,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     commits.add_argument("--query", help="only this writing query")
     commits.add_argument("--json", action="store_true", help="one JSON object per batch")
     commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
+    commits.add_argument("--conf", action="append", metavar="KEY=VALUE", help=STORAGE_CONF_HELP)
     commits.set_defaults(handler=_commits)
 
     compact = commands.add_parser(
@@ -266,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     compact.add_argument("--quiet", action="store_true", help="no progress bar")
+    compact.add_argument("--conf", action="append", metavar="KEY=VALUE", help=STORAGE_CONF_HELP)
     compact.set_defaults(handler=_compact)
 
     server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")

@@ -29,6 +29,8 @@ METASTORE_USER = PREFIX + "metastore.user"
 METASTORE_PASSWORD = PREFIX + "metastore.password"
 METASTORE_DRIVER_JAR = PREFIX + "metastore.jdbc-driver-jar"
 METASTORE_RETRY_DEADLINE = PREFIX + "metastore.retry.deadline"
+METASTORE_HADOOP_PREFIX = PREFIX + "metastore.hadoop."
+METASTORE_HADOOP_CONF_DIR = PREFIX + "metastore.hadoop-conf-dir"
 WAREHOUSE = PREFIX + "warehouse"
 CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
 SESSION_PREFIX = PREFIX + "session."
@@ -44,6 +46,9 @@ KEYS: dict[str, str] = {
     METASTORE_PASSWORD: "Database password of the embedded metastore.",
     METASTORE_DRIVER_JAR: "JDBC driver jar (default /usr/share/java/postgresql.jar for postgres).",
     METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s).",
+    METASTORE_HADOOP_PREFIX + "<key>": "A Hadoop setting of the embedded metastore (its core-site.xml), e.g. "
+    "spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./data=hdfs://nn/data.",
+    METASTORE_HADOOP_CONF_DIR: "Hadoop conf dir of the embedded metastore (default $HADOOP_CONF_DIR).",
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
     CHECKPOINT_ROOT: (
         "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."
@@ -130,4 +135,12 @@ class SqlextConfig:
             user=v.get(METASTORE_USER, "hive" if postgres else "APP"),
             password=v.get(METASTORE_PASSWORD, "hive" if postgres else "mine"),
             jdbc_driver_jar=Path(v[METASTORE_DRIVER_JAR]) if METASTORE_DRIVER_JAR in v else None,
+            hadoop=tuple(
+                sorted(
+                    (k[len(METASTORE_HADOOP_PREFIX) :], val)
+                    for k, val in v.items()
+                    if k.startswith(METASTORE_HADOOP_PREFIX)
+                )
+            ),
+            hadoop_conf_dir=Path(v[METASTORE_HADOOP_CONF_DIR]) if METASTORE_HADOOP_CONF_DIR in v else None,
         )

@@ -34,6 +34,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from sqlext import arrowfs
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.formats import CsvTextForm
@@ -61,6 +62,8 @@ class SqlextDataSource(DataSource):
     """``format("sqlext")``: a streaming sink into a sqlext table."""
 
     defaults: dict[str, str] = {}  # noqa: RUF012 - set per registration by register()
+    #: The session's ``spark.hadoop.*`` keys: the writer's Python workers have no JVM to ask (see sqlext.arrowfs).
+    hadoop: dict[str, str] = {}  # noqa: RUF012 - set per registration by register()
 
     @classmethod
     def name(cls) -> str:
@@ -81,7 +84,7 @@ class SqlextDataSource(DataSource):
         query = options.get("pipeline.name") or f"sqlext_{ident.database}_{ident.name}"
         settings = SinkSettings.from_table(table)
         check_watermark_source(settings, schema.fieldNames())
-        return SqlextStreamWriter(settings, query, uri)
+        return SqlextStreamWriter(settings, query, uri, self.hadoop)
 
 
 def check_watermark_source(settings: SinkSettings, columns: list[str]) -> None:
@@ -150,10 +153,20 @@ def load_sink_table(metastore_uri: str, ident: TableIdentifier, retry: RetryPoli
 class SqlextStreamWriter(DataSourceStreamArrowWriter):
     """Executors: write Arrow batches into staging files. Driver: commit them through the commit log."""
 
-    def __init__(self, settings: SinkSettings, query_name: str, metastore_uri: str) -> None:
+    def __init__(
+        self, settings: SinkSettings, query_name: str, metastore_uri: str, hadoop: dict[str, str] | None = None
+    ) -> None:
         self.settings = settings
         self.query_name = query_name
         self.metastore_uri = metastore_uri
+        self.hadoop = hadoop or {}
+        arrowfs.configure(self.hadoop)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled in a Python worker (executor task or the driver-side commit): no JVM there, so the
+        # fallback filesystem learns the session's Hadoop settings before any file is touched.
+        self.__dict__.update(state)
+        arrowfs.configure(self.hadoop)
 
     # -- executors -------------------------------------------------------------------------------
 
@@ -305,5 +318,14 @@ def register(spark: Any) -> None:
     deadline = spark.conf.get(METASTORE_RETRY_DEADLINE, None) or config.get(METASTORE_RETRY_DEADLINE)
     if deadline:
         defaults[RETRY_DEADLINE_OPTION] = deadline
-    source = type("SqlextDataSource", (SqlextDataSource,), {"defaults": defaults})
+    hadoop = {key: value for key, value in _session_conf(spark).items() if key.startswith(arrowfs.HADOOP_PREFIX)}
+    source = type("SqlextDataSource", (SqlextDataSource,), {"defaults": defaults, "hadoop": hadoop})
     spark.dataSource.register(source)
+
+
+def _session_conf(spark: Any) -> dict[str, str]:
+    """Every key of the session's conf (classic and Spark Connect); empty if the server does not say."""
+    try:
+        return dict(spark.conf.getAll)
+    except Exception:  # an older Connect server without GetAll
+        return {}

@@ -88,6 +88,10 @@ class PolicyError(CommitError):
     """A partition commit policy could not be loaded or failed."""
 
 
+class FileSystemError(SqlextError):
+    """A path's filesystem cannot be reached in this process (unknown scheme, no JVM, bad mount table)."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """Return `` Did you mean 'x'?`` for the closest choice, or an empty string when none is close."""
     matches = get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -1,15 +1,29 @@
 """The one filesystem interface of the commit path: list, move, delete, read and write small files.
 
-Paths are URIs (``file:///...``, ``file:/...`` as the HMS writes them, ``hdfs://...``, ``s3://...``);
-:class:`FileSystem` resolves them through ``pyarrow.fs``, which serves local files, HDFS (through
-libhdfs) and S3 natively. Nothing in the commit path calls ``os.*`` on a path string.
+Paths are URIs (``file:///...``, ``file:/...`` as the HMS writes them, ``hdfs://...``, ``viewfs://...``,
+``s3a://...``). Two backends serve them, chosen per process:
+
+- where a JVM is at hand (a running ``SparkContext`` in this process: ``sqlext run``, ``spark.sql`` with the
+  extension, the gateway), every scheme but ``file:`` goes through Spark's own Hadoop ``FileSystem`` with
+  Spark's Hadoop configuration (:mod:`sqlext.hadoopfs`): every URI Spark can write, with the same credentials
+  and mount tables;
+- ``file:`` paths, and every path where no JVM is at hand (the ``format("sqlext")`` writer's Python workers,
+  Spark Connect clients, the CLI without a session), go through ``pyarrow.fs``, configured from the same
+  ``spark.hadoop.*`` keys (:mod:`sqlext.arrowfs`): ``file:``, ``viewfs://`` mount-table links, ``s3a://``, and
+  ``hdfs://`` through libhdfs. Local files stay on pyarrow because py4j costs a round trip per call: measured
+  on this project's 2-core machine under load, an ``exists`` took 0.02 ms with pyarrow and 2.4 ms through
+  Hadoop, listing 300 files 7 ms and 258 ms, an atomic small-file write 0.8 ms and 12 ms.
+
+``SQLEXT_FS`` (environment, inherited by Spark's Python workers) overrides the choice: ``hadoop`` sends every
+path, ``file:`` included, through Hadoop wherever a JVM is at hand (processes without one still use the
+fallback), ``pyarrow`` every path through the fallback; ``auto`` (the default) is the rule above.
 
 Rename is the commit primitive. On local filesystems and HDFS it is atomic. On object stores it is a
 copy then a delete: a crash in the middle can leave a file both staged and final. sqlext's commit log
 records every planned move before the first one, so a restart finishes the moves (a final file that
 exists is not copied again) and readers see partitions only once they are committed in the HMS; but a
 plain directory listing of an object store can see a partly moved batch, so on object stores read
-sqlext tables through the HMS.
+sqlext tables through the HMS (docs/object-stores.md).
 
 As in Hadoop, a URI's path is taken literally: ``%`` in it is a character (Hive escapes ``/`` in a
 partition value as ``%2F`` and ``%`` as ``%25``, and those are the directory names), never a URI escape.
@@ -18,12 +32,17 @@ partition value as ``%2F`` and ``%`` as ``%25``, and those are the directory nam
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote, urlparse
+from typing import Any, Protocol
+from urllib.parse import urlparse
 
-import pyarrow.fs as pafs
+from sqlext.errors import ConfigError
+
+#: Environment variable forcing a backend: ``auto`` (default), ``hadoop`` or ``pyarrow``.
+BACKEND_ENV = "SQLEXT_FS"
+BACKENDS = ("auto", "hadoop", "pyarrow")
 
 
 @dataclass(frozen=True)
@@ -53,93 +72,117 @@ def normalize(uri: str) -> str:
     return uri.rstrip("/")
 
 
+class Backend(Protocol):
+    """What a backend does, on full URIs (literal paths)."""
+
+    def kind(self, uri: str) -> str | None: ...
+    def mkdirs(self, uri: str) -> None: ...
+    def list_files(self, uri: str, recursive: bool) -> list[tuple[str, int, int]]: ...
+    def list_dirs(self, uri: str) -> list[str]: ...
+    def rename(self, source: str, target: str) -> None: ...
+    def copy(self, source: str, target: str) -> None: ...
+    def delete(self, uri: str, recursive: bool) -> None: ...
+    def read_bytes(self, uri: str) -> bytes: ...
+    def write_new(self, uri: str, data: bytes) -> None: ...
+    def open_input(self, uri: str) -> Any: ...
+    def open_output(self, uri: str) -> Any: ...
+
+
+def backend_name(uri: str = "") -> str:
+    """The backend this process uses for ``uri``: ``hadoop`` for a non-``file:`` URI with a running
+    SparkContext, else ``pyarrow`` (see the module docstring; ``SQLEXT_FS`` overrides)."""
+    from sqlext.hadoopfs import active_hadoop_conf
+
+    forced = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    if forced not in BACKENDS:
+        raise ConfigError(f"{BACKEND_ENV}='{forced}' is not one of {', '.join(BACKENDS)}.")
+    if forced == "pyarrow" or (forced == "auto" and (urlparse(uri).scheme or "file") == "file"):
+        return "pyarrow"
+    return "hadoop" if active_hadoop_conf() is not None else "pyarrow"
+
+
+def _backend(uri: str) -> Backend:
+    from sqlext.hadoopfs import HadoopBackend, active_hadoop_conf
+
+    if backend_name(uri) == "hadoop":
+        jvm_conf = active_hadoop_conf()
+        assert jvm_conf is not None
+        return HadoopBackend(*jvm_conf)
+    from sqlext.arrowfs import ArrowBackend
+
+    return ArrowBackend()
+
+
 class FileSystem:
-    """File operations on one URI scheme/authority, resolved lazily per call."""
+    """File operations on the filesystem of one root URI (its scheme and authority)."""
 
     def __init__(self, root: str) -> None:
         self.root = normalize(root)
-        # pyarrow decodes the URI it is given and refuses spaces: hand it the path percent-encoded, so that
-        # decoding gives back the literal path (partition dirs such as p=%252e, spaces, non-ASCII names).
         parsed = urlparse(self.root)
-        self._fs, self._root_path = pafs.FileSystem.from_uri(parsed._replace(path=quote(parsed.path)).geturl())
-        if not self.root.endswith(self._root_path):
-            raise ValueError(f"Cannot split {root} into filesystem and path")
-        self._prefix = self.root[: len(self.root) - len(self._root_path)]
+        self._prefix = f"{parsed.scheme}://{parsed.netloc}"
+        self._backend = _backend(self.root)
 
-    def _path(self, uri: str) -> str:
+    def _uri(self, uri: str) -> str:
         normalized = normalize(uri)
         if not normalized.startswith(self._prefix):
             raise ValueError(f"{uri} is not on the filesystem of {self.root}")
-        return normalized[len(self._prefix) :] or "/"
+        return normalized
 
     def uri(self, path: str) -> str:
+        """The URI of an absolute path on this filesystem."""
         return self._prefix + path
 
     def exists(self, uri: str) -> bool:
-        return bool(self._fs.get_file_info(self._path(uri)).type != pafs.FileType.NotFound)
+        return self._backend.kind(self._uri(uri)) is not None
 
     def is_dir(self, uri: str) -> bool:
-        return bool(self._fs.get_file_info(self._path(uri)).type == pafs.FileType.Directory)
+        return self._backend.kind(self._uri(uri)) == "dir"
 
     def mkdirs(self, uri: str) -> None:
-        self._fs.create_dir(self._path(uri), recursive=True)
+        self._backend.mkdirs(self._uri(uri))
 
     def list_files(self, uri: str, recursive: bool = True) -> list[FileStatus]:
         """Files (not dirs) under ``uri``; empty when it does not exist."""
-        base = self._path(uri).rstrip("/")
-        selector = pafs.FileSelector(base, allow_not_found=True, recursive=recursive)
-        found = []
-        for info in self._fs.get_file_info(selector):
-            if info.type == pafs.FileType.File:
-                mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
-                relative = info.path[len(base) + 1 :]
-                found.append(FileStatus(self.uri(info.path), relative, int(info.size or 0), mtime))
+        base = self._uri(uri)
+        found = [
+            FileStatus(join(base, relative), relative, size, mtime)
+            for relative, size, mtime in self._backend.list_files(base, recursive)
+        ]
         return sorted(found, key=lambda status: status.relative)
 
     def list_dirs(self, uri: str) -> list[str]:
         """Names of the direct sub-directories of ``uri``."""
-        selector = pafs.FileSelector(self._path(uri).rstrip("/"), allow_not_found=True)
-        return sorted(
-            info.base_name for info in self._fs.get_file_info(selector) if info.type == pafs.FileType.Directory
-        )
+        return sorted(self._backend.list_dirs(self._uri(uri)))
 
     def move(self, source: str, target: str) -> None:
-        """Rename ``source`` to ``target``, creating the target's parent dir."""
-        target_path = self._path(target)
-        self._fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
-        self._fs.move(self._path(source), target_path)
+        """Rename ``source`` to ``target``, creating the target's parent dir; a file replaces a file."""
+        self._backend.rename(self._uri(source), self._uri(target))
 
     def copy(self, source: str, target: str) -> None:
-        """Copy a file (server-side where the store supports it), creating the target's parent dir."""
-        target_path = self._path(target)
-        self._fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
-        self._fs.copy_file(self._path(source), target_path)
+        """Copy a file, creating the target's parent dir."""
+        self._backend.copy(self._uri(source), self._uri(target))
 
     def delete_file(self, uri: str) -> None:
-        info = self._fs.get_file_info(self._path(uri))
-        if info.type == pafs.FileType.File:
-            self._fs.delete_file(self._path(uri))
+        if self._backend.kind(self._uri(uri)) == "file":
+            self._backend.delete(self._uri(uri), recursive=False)
 
     def delete_dir(self, uri: str) -> None:
         if self.is_dir(uri):
-            self._fs.delete_dir(self._path(uri))
+            self._backend.delete(self._uri(uri), recursive=True)
 
     def read_bytes(self, uri: str) -> bytes:
-        with self._fs.open_input_stream(self._path(uri)) as stream:
-            return bytes(stream.read())
+        return self._backend.read_bytes(self._uri(uri))
 
     def read_text(self, uri: str) -> str:
         return self.read_bytes(uri).decode("utf-8")
 
     def write_bytes(self, uri: str, data: bytes) -> None:
         """Write a whole file atomically where rename is atomic: a hidden temp file, then a rename."""
-        path = self._path(uri)
-        parent, _, name = path.rpartition("/")
-        self._fs.create_dir(parent, recursive=True)
+        target = self._uri(uri)
+        parent, _, name = target.rpartition("/")
         temp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
-        with self._fs.open_output_stream(temp) as stream:
-            stream.write(data)
-        self._fs.move(temp, path)
+        self._backend.write_new(temp, data)
+        self._backend.rename(temp, target)
 
     def write_text(self, uri: str, text: str) -> None:
         self.write_bytes(uri, text.encode("utf-8"))
@@ -152,10 +195,8 @@ class FileSystem:
 
     def open_output(self, uri: str) -> Any:
         """A new file to write (its parent dir created)."""
-        path = self._path(uri)
-        self._fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-        return self._fs.open_output_stream(path)
+        return self._backend.open_output(self._uri(uri))
 
     def open_input(self, uri: str) -> Any:
         """A seekable input file (for format readers such as pyarrow.parquet)."""
-        return self._fs.open_input_file(self._path(uri))
+        return self._backend.open_input(self._uri(uri))

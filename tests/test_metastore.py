@@ -166,3 +166,36 @@ def test_postgres_backed_metastore_creates_its_schema_and_serves(postgres: Postg
         assert not (settings.home / "metastore_db").exists()  # nothing went to Derby
     finally:
         launcher.stop(settings)
+
+
+def test_hadoop_settings_overlay_the_hadoop_conf_dir_in_the_metastores_core_site(tmp_path: Path) -> None:
+    conf_dir = tmp_path / "hadoop"
+    conf_dir.mkdir()
+    (conf_dir / "core-site.xml").write_text(
+        "<configuration><property><name>fs.defaultFS</name><value>hdfs://nn</value></property>"
+        "<property><name>fs.s3a.endpoint</name><value>old</value></property></configuration>"
+    )
+    settings = MetastoreSettings(
+        port=free_port(),
+        home=tmp_path / "home",
+        hadoop=(("fs.s3a.endpoint", "http://minio:9000"), ("fs.viewfs.mounttable.c.link./x", "file:///a&b")),
+        hadoop_conf_dir=conf_dir,
+    )
+    command = launcher._command(settings, "java")
+
+    classpath = command[command.index("-cp") + 1].split(":")
+    assert classpath[:2] == [str(settings.conf_dir.resolve()), str(conf_dir.resolve())]
+    assert launcher._read_properties(settings.conf_dir / "core-site.xml") == {
+        "fs.defaultFS": "hdfs://nn",
+        "fs.s3a.endpoint": "http://minio:9000",
+        "fs.viewfs.mounttable.c.link./x": "file:///a&b",
+    }
+
+
+def test_metastore_hadoop_keys_come_from_the_sqlext_conf() -> None:
+    from sqlext.config import SqlextConfig
+
+    settings = SqlextConfig(
+        {"spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./x": "file:///d", "spark.sqlext.warehouse": "w"}
+    ).metastore_settings()
+    assert settings.hadoop == (("fs.viewfs.mounttable.c.link./x", "file:///d"),)

@@ -350,3 +350,33 @@ def test_rolling_file_size_caps_the_files_of_a_batch(
         assert len(files) > 3, "the batch was split into several files"
         assert max(f.stat().st_size for f in files) < 2 * 64 * 1024
     assert spark.sql("SELECT count(*) AS n FROM sink_db.rolled").collect()[0].n == 40_000
+
+
+def test_each_staged_file_is_moved_once_by_sqlext_on_the_move_pool(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    from collections import Counter
+
+    moves: Counter[str] = Counter()
+    threads: dict[str, str] = {}
+    original = FileSystem.move
+
+    def counting_move(self: FileSystem, source: str, target: str) -> None:
+        moves[target] += 1
+        threads[target] = threading.current_thread().name
+        original(self, source, target)
+
+    monkeypatch.setattr(FileSystem, "move", counting_move)
+    write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=40)
+    table = events_table("sink_db", "moved_once", tmp_path / "table", **{"sink.parallelism": "3"})
+    create_in_hms(hms, table)
+
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, tmp_path / "input"), tmp_path / "checkpoint")
+
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    finals = [planned.final for entry in log.entries("insert_moved_once") for planned in entry.files]
+    assert len(finals) >= 3 and all(moves[final] == 1 for final in finals), moves
+    data_moves = {target: count for target, count in moves.items() if "/_sqlext/" not in target}
+    assert sorted(data_moves) == sorted(finals), "sqlext moved nothing but the planned files into the table"
+    assert all(threads[final].startswith("sqlext-move-insert_moved_once") for final in finals), threads

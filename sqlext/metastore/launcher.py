@@ -4,6 +4,11 @@ The server is ``org.apache.hadoop.hive.metastore.HiveMetaStore`` (Hive 2.3, as s
 ``jars/``), run by ``java`` as a detached process. Its state lives under a home directory:
 
 - ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
+- ``conf/core-site.xml``  the Hadoop settings the metastore resolves table locations with (it checks and
+  creates them): those of ``$HADOOP_CONF_DIR/core-site.xml`` (or ``hadoop_conf_dir``), overlaid with
+  ``hadoop`` (``spark.sqlext.metastore.hadoop.<key>`` keys, ``--hadoop-conf KEY=VALUE``), e.g. a
+  ``fs.viewfs.mounttable.*`` mount table, ``fs.defaultFS`` or ``fs.s3a.*`` credentials. Other files of that
+  dir (``hdfs-site.xml``) are on the classpath as they are;
 - ``metastore_db/``       the Derby database (Derby backend);
 - ``warehouse/``          the default warehouse dir, unless another is given;
 - ``metastore-<port>.pid`` and ``logs/metastore-<port>.log``.
@@ -52,6 +57,10 @@ class MetastoreSettings:
     user: str = "APP"
     password: str = "mine"
     jdbc_driver_jar: Path | None = None
+    #: Hadoop settings (key, value) written into the metastore's core-site.xml.
+    hadoop: tuple[tuple[str, str], ...] = ()
+    #: A Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR.
+    hadoop_conf_dir: Path | None = None
     host: str = "127.0.0.1"
     heap: str = "512m"
     startup_timeout_s: float = 180.0
@@ -184,7 +193,11 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     settings.home.mkdir(parents=True, exist_ok=True)
     _write_hive_site(settings)
     jdbc_url, _, driver_jar = settings.connection()
-    classpath = [str(settings.conf_dir.resolve()), str(pyspark_jars_dir() / "*")]
+    classpath = [str(settings.conf_dir.resolve())]
+    hadoop_dir = _hadoop_conf_dir(settings)
+    if hadoop_dir is not None:
+        classpath.append(str(hadoop_dir.resolve()))
+    classpath.append(str(pyspark_jars_dir() / "*"))
     if driver_jar is not None:
         if not driver_jar.is_file():
             raise MetastoreError(
@@ -223,6 +236,47 @@ def _write_hive_site(settings: MetastoreSettings) -> None:
     settings.conf_dir.mkdir(parents=True, exist_ok=True)
     xml = template.substitute({key: escape(value) for key, value in values.items()})
     (settings.conf_dir / "hive-site.xml").write_text(xml)
+    _write_core_site(settings)
+
+
+def _hadoop_conf_dir(settings: MetastoreSettings) -> Path | None:
+    explicit = settings.hadoop_conf_dir or (
+        Path(os.environ["HADOOP_CONF_DIR"]) if os.environ.get("HADOOP_CONF_DIR") else None
+    )
+    return explicit if explicit is not None and explicit.is_dir() else None
+
+
+def _write_core_site(settings: MetastoreSettings) -> None:
+    """The conf dir comes first on the classpath, so its core-site.xml is the one Hadoop reads: it holds the
+    Hadoop conf dir's properties overlaid with the explicit settings (none: no file, the dir's own is read)."""
+    target = settings.conf_dir / "core-site.xml"
+    if not settings.hadoop:
+        target.unlink(missing_ok=True)
+        return
+    properties: dict[str, str] = {}
+    hadoop_dir = _hadoop_conf_dir(settings)
+    if hadoop_dir is not None and (hadoop_dir / "core-site.xml").is_file():
+        properties.update(_read_properties(hadoop_dir / "core-site.xml"))
+    properties.update(dict(settings.hadoop))
+    lines = ['<?xml version="1.0"?>', "<configuration>"]
+    for key, value in properties.items():
+        lines.append(f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>")
+    lines.append("</configuration>")
+    target.write_text("\n".join(lines) + "\n")
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise MetastoreError(f"Cannot read the Hadoop settings in {path}: {exc}.", value=str(path)) from None
+    return {
+        prop.findtext("name", "").strip(): prop.findtext("value", "") or ""
+        for prop in root.iter("property")
+        if prop.findtext("name")
+    }
 
 
 def _wait_until_answering(settings: MetastoreSettings, pid: int) -> StartResult:

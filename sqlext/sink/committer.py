@@ -6,8 +6,8 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    reader; Spark's own job commit makes that directory complete or absent);
 2. **plan** — the staged files are listed, their final ``k=v`` locations and row counts computed, and
    the plan is recorded as ``N.requested`` in the table's commit log;
-3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory,
-   then ``N.completed`` is recorded and the staging directory removed;
+3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory
+   (``MOVE_THREADS`` at a time), then ``N.completed`` is recorded and the staging directory removed;
 4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
    the commit policies in order; the trigger state is saved in the query checkpoint and the
    committed partitions are added to ``N.completed``.
@@ -18,7 +18,8 @@ Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had
   of the failed attempt is ever visible;
 - crash after 2 or during 3: the replay finds ``requested``/``inflight`` and finishes the moves from
   the plan (a file already at its final place is not moved again), without writing again;
-- crash after 3: the replay finds ``completed`` and writes nothing; it runs step 4 again;
+- crash after 3: the replay finds ``completed`` and writes nothing (it removes the staging dir, in case the
+  crash came before that); it runs step 4 again;
 - crash during 4: policies are idempotent, so partitions committed before the crash are committed
   again (same HMS partition, same statistics, same success file) and the rest for the first time.
 
@@ -33,6 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sqlext.commit")
 
+#: How many files of a batch are moved at once (each move is a copy on an object store).
+MOVE_THREADS = 8
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
 
@@ -132,6 +136,7 @@ class BatchCommitter:
         self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
         self._compactions_recovered = False
         self._committed_here: set[str] = set()
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -184,6 +189,8 @@ class BatchCommitter:
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
+                # A crash between recording `completed` and removing the staging dir leaves the dir behind.
+                self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
             if entry.state is not State.COMPLETED:
                 self._move(entry)
                 fault_point("after-log", batch_id)
@@ -289,20 +296,30 @@ class BatchCommitter:
             self._swap_partitions(entry)
         elif entry.operation == "overwrite":
             self._replace_unpartitioned(entry)
+        # In parallel: on an object store each move is a copy, and the files of a batch are independent.
+        list(self._move_pool().map(lambda planned: self._move_file(entry, planned), entry.files))
         for planned in entry.files:
-            if self.fs.exists(planned.staged):
-                self.fs.move(planned.staged, planned.final)
-                fault_point("mid-move", entry.batch)
-            elif not self.fs.exists(planned.final):
-                raise CommitError(
-                    f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
-                    f"{planned.final}; the commit log and the table directory disagree."
-                )
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
         fault_point("after-move", entry.batch)
         self.log.transition(entry, State.COMPLETED)
         self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+
+    def _move_file(self, entry: LogEntry, planned: PlannedFile) -> None:
+        if self.fs.exists(planned.staged):
+            self.fs.move(planned.staged, planned.final)
+            fault_point("mid-move", entry.batch)
+        elif not self.fs.exists(planned.final):
+            raise CommitError(
+                f"Batch {entry.batch} of {entry.query}: file {planned.staged} is neither staged nor at "
+                f"{planned.final}; the commit log and the table directory disagree."
+            )
+
+    def _move_pool(self) -> ThreadPoolExecutor:
+        # One pool for the committer's life: its threads (and their py4j connections) are reused by every batch.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(MOVE_THREADS, thread_name_prefix=f"sqlext-move-{self.query_name}")
+        return self._pool
 
     def _swap_partitions(self, entry: LogEntry) -> None:
         """INSERT OVERWRITE of a partitioned table: each written partition is replaced whole.
@@ -488,6 +505,9 @@ class BatchCommitter:
     def close(self) -> None:
         if self.metastore is not None:
             self.metastore.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 #: Uncompressed bytes per value by Flink type name, for the first batch's file-size estimate.
