@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.support.services"]
+pytest_plugins = ["tests.support.services", "tests.support.flink"]

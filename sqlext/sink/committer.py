@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlext.compaction import Compactor
-from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.fs import FileSystem, join
@@ -47,13 +46,7 @@ from sqlext.sink.escaping import parse_partition_path, partition_path
 from sqlext.sink.files import count_rows, data_files, is_data_file
 from sqlext.sink.policies import PartitionCommitContext
 from sqlext.sink.settings import SPARK_DEFAULT_PARTITION, SinkSettings
-from sqlext.sink.trigger import (
-    PartitionCommitTrigger,
-    PartitionTimeTrigger,
-    PendingPartition,
-    ProcessTimeTrigger,
-    TriggerState,
-)
+from sqlext.sink.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -138,16 +131,15 @@ class BatchCommitter:
         state = TriggerState()
         if self.state_fs.exists(self.state_uri):
             state = TriggerState.from_json(self.state_fs.read_json(self.state_uri))
-        if self.settings.trigger == fso.TRIGGER_PARTITION_TIME:
-            return PartitionTimeTrigger(
-                self.settings.delay,
-                self.settings.extractor(),
-                self.settings.keys,
-                self.settings.time_zone,
-                self.settings.idle_timeout,
-                state,
-            )
-        return ProcessTimeTrigger(self.settings.delay, state)
+        return create_trigger(
+            self.settings.trigger,
+            self.settings.delay,
+            self.settings.extractor(),
+            self.settings.keys,
+            self.settings.time_zone,
+            self.settings.idle_timeout,
+            state,
+        )
 
     def save_state(self) -> None:
         """Persist the trigger state (pending partitions, event-time high mark) in the state dir."""
