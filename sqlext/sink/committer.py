@@ -147,19 +147,28 @@ class BatchCommitter:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def process_batch(self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False) -> LogEntry:
+    def process_batch(
+        self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False, final: bool = False
+    ) -> LogEntry:
         """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
-        the partitions the batch writes (batch mode only)."""
+        the partitions the batch writes (batch mode only); ``final``: the batch of a batch-mode insert,
+        whose partitions are all committed without asking the trigger (as Flink's batch sink does, so
+        no partition time is extracted)."""
 
         def stage() -> list[StagedFile]:
             staging = self.log.staging_dir(self.query_name, batch_id)
             self._stage(rows, staging)
             return self._list_staged(staging)
 
-        return self.process(batch_id, info, stage, overwrite)
+        return self.process(batch_id, info, stage, overwrite, final)
 
     def process(
-        self, batch_id: int, info: BatchInfo, stage: Callable[[], list[StagedFile]], overwrite: bool = False
+        self,
+        batch_id: int,
+        info: BatchInfo,
+        stage: Callable[[], list[StagedFile]],
+        overwrite: bool = False,
+        final: bool = False,
     ) -> LogEntry:
         """The protocol for a batch whose files ``stage`` writes (or has written) into hidden staging
         locations; ``stage`` is called only when the commit log has no record of the batch."""
@@ -178,7 +187,7 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._move(entry)
                 fault_point("after-log", batch_id)
-            committed = self.commit_partitions(entry, info.watermark_ms)
+            committed = self.commit_partitions(entry, info.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
