@@ -9,6 +9,7 @@ with the reason, only when Java or the wheel could not be installed.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import queue
@@ -16,6 +17,8 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from datetime import date, datetime, time
+from decimal import Decimal
 from pathlib import Path
 from typing import IO, Any
 
@@ -91,6 +94,11 @@ class Flink:
         reply = self.request("run", mode=mode, config=self.config(**config), statements=statements, wait=False)
         return str(reply["job"])
 
+    def query(self, statements: list[str], mode: str = "batch", **config: str) -> list[list[Any]]:
+        """Run DDL then a SELECT (the last statement) and return its rows as Python values."""
+        reply = self.request("query", mode=mode, config=self.config(**config), statements=statements)
+        return [[decode(value) for value in row] for row in reply]
+
     def cancel(self, job: str) -> None:
         self.request("cancel", job=job)
 
@@ -111,6 +119,28 @@ class Flink:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def decode(value: Any) -> Any:
+    """A value :func:`tests.support.flink_driver.encode` tagged, back in Python form (ROW as a tuple)."""
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kind, raw = value["$"], value["v"]
+    decoders = {
+        "float": float,
+        "decimal": Decimal,
+        "bytes": base64.b64decode,
+        "datetime": datetime.fromisoformat,
+        "date": date.fromisoformat,
+        "time": lambda text: time.fromisoformat(text).isoformat(),  # sqlext keeps TIME as its text
+        "row": lambda items: tuple(decode(v) for v in items),
+        "map": lambda pairs: {decode(k): decode(v) for k, v in pairs},
+    }
+    if kind not in decoders:
+        raise AssertionError(f"Flink returned a value the driver cannot encode: {raw}")
+    return decoders[kind](raw)
 
 
 def flink_unavailable() -> str | None:

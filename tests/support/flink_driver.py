@@ -74,6 +74,15 @@ class Driver:
             self.jobs[job] = result
         return {"job": job}
 
+    def op_query(self, request: dict[str, Any]) -> Any:
+        """DDL, then a SELECT whose rows are returned, each value tagged by :func:`encode`."""
+        env = self.table_env(request.get("mode", "batch"), request.get("config", {}))
+        *ddl, query = request["statements"]
+        for statement in ddl:
+            env.execute_sql(statement)
+        with env.execute_sql(query).collect() as results:
+            return [[encode(value) for value in row] for row in results]
+
     def op_cancel(self, request: dict[str, Any]) -> Any:
         result = self.jobs.pop(request["job"])
         client = result.get_job_client()
@@ -128,6 +137,38 @@ class Driver:
             return {"ok": getattr(self, f"op_{request['op']}")(request)}
         except Exception as exc:
             return {"error": java_message(exc)}
+
+
+def encode(value: Any) -> Any:
+    """A value PyFlink collected, as JSON: scalars as they are, others as ``{"$": kind, "v": ...}``."""
+    import base64
+    import datetime
+    import decimal
+    import math
+
+    from pyflink.common import Row
+
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
+    if isinstance(value, decimal.Decimal):
+        return {"$": "decimal", "v": str(value)}
+    if isinstance(value, bytes | bytearray):
+        return {"$": "bytes", "v": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, datetime.datetime):
+        return {"$": "datetime", "v": value.isoformat()}
+    if isinstance(value, datetime.date):
+        return {"$": "date", "v": value.isoformat()}
+    if isinstance(value, datetime.time):
+        return {"$": "time", "v": value.isoformat()}
+    if isinstance(value, Row):
+        return {"$": "row", "v": [encode(v) for v in value]}
+    if isinstance(value, dict):
+        return {"$": "map", "v": [[encode(k), encode(v)] for k, v in value.items()]}
+    if isinstance(value, list | tuple):
+        return [encode(v) for v in value]
+    return {"$": "unknown", "v": repr(value)}
 
 
 def java_message(exc: Exception) -> str:
