@@ -41,7 +41,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 unit: install
-	$(PY) -m pytest -m "not hms and not spark and not postgres" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not hms and not spark and not postgres and not flink" $(PYTEST_ARGS)
 
 test: install system-deps flink-venv lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
