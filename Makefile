@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?=
 
-.PHONY: runtime install system-deps demo test lint typecheck unit clean
+.PHONY: runtime install system-deps flink-venv demo test lint typecheck unit clean
 
 # sqlext and what it needs at run time: all `make demo` installs.
 runtime: $(VENV)/.runtime
@@ -27,6 +27,17 @@ $(VENV)/.installed: $(VENV)/.runtime
 system-deps:
 	@bash .ci/system-deps.sh
 
+# Flink itself, the reference the differential tests (marker `flink`) compare with. `apache-flink` pins
+# pyarrow and pandas, so it gets a venv of its own. If it cannot be installed, the reason is written to
+# $(FLINK_VENV)/.failed and the flink tests skip with it; `make test` goes on.
+FLINK_VENV ?= .venv-flink
+FLINK_SPEC ?= apache-flink>=2.0,<3
+
+flink-venv: $(FLINK_VENV)/.installed
+
+$(FLINK_VENV)/.installed:
+	@bash .ci/flink-venv.sh "$(PYTHON)" "$(FLINK_VENV)" "$(FLINK_SPEC)"
+
 demo: runtime
 	$(VENV)/bin/sqlext demo
 
@@ -38,10 +49,10 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 unit: install
-	$(PY) -m pytest -m "not hms and not spark and not postgres" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not hms and not spark and not postgres and not flink" $(PYTEST_ARGS)
 
-test: install system-deps lint typecheck
+test: install system-deps flink-venv lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache

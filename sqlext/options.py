@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import timedelta, timezone, tzinfo
 from typing import Any, Generic, TypeVar
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlext.errors import OptionError, did_you_mean
 
@@ -43,8 +44,11 @@ for _names, _bytes in (
     for _name in _names:
         _MEMORY_UNITS[_name] = _bytes
 
-_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Zµ]*)\s*$")
+#: Flink's ``TimeUtils.parseDuration`` / ``MemorySize.parse``: whole numbers only, unit optional.
+_AMOUNT = re.compile(r"^\s*(\d+)\s*([a-zA-Zµ]*)\s*$")
+_INTEGER = re.compile(r"^[+-]?\d+$")
 
+ZONE_FORM = "a Time Zone Database (TZDB) id such as 'America/Los_Angeles', a fixed offset such as 'GMT-03:00', or 'UTC'"
 DURATION_FORM = "a duration such as '100ms', '10 s', '1 min', '1 h' or '2 d' (a number without unit is ms)"
 MEMORY_FORM = "a memory size such as '512kb', '128MB' or '1 gb' (a number without unit is bytes)"
 
@@ -61,11 +65,14 @@ def parse_duration(text: str) -> timedelta:
     match = _AMOUNT.match(text)
     if not match:
         raise ValueError(DURATION_FORM)
-    amount, unit = float(match.group(1)), match.group(2).lower()
+    amount, unit = int(match.group(1)), match.group(2).lower()
     if unit and unit not in _DURATION_UNITS:
         raise ValueError(DURATION_FORM)
-    seconds = amount * (_DURATION_UNITS[unit] if unit else 1e-3)
-    if not seconds <= MAX_DURATION.total_seconds():  # also false for the inf of a 400-digit number
+    try:
+        seconds = amount * (_DURATION_UNITS[unit] if unit else 1e-3)
+    except OverflowError:  # a 400-digit number
+        seconds = float("inf")
+    if not seconds <= MAX_DURATION.total_seconds():
         raise ValueError(f"{DURATION_FORM}, at most {format_duration(MAX_DURATION)} (100 years)")
     return timedelta(seconds=seconds)
 
@@ -75,13 +82,12 @@ def parse_memory_size(text: str) -> int:
     match = _AMOUNT.match(text)
     if not match:
         raise ValueError(MEMORY_FORM)
-    amount, unit = float(match.group(1)), match.group(2).lower()
+    amount, unit = int(match.group(1)), match.group(2).lower()
     if unit and unit not in _MEMORY_UNITS:
         raise ValueError(MEMORY_FORM)
-    scaled = amount * (_MEMORY_UNITS[unit] if unit else 1)
-    if not scaled < MAX_MEMORY_SIZE:  # also false for the inf of a 400-digit number
+    size = amount * (_MEMORY_UNITS[unit] if unit else 1)
+    if size > MAX_MEMORY_SIZE:
         raise ValueError(f"{MEMORY_FORM}, less than 8 EiB (a 64-bit number of bytes)")
-    size = int(scaled)
     if size <= 0:
         raise ValueError(MEMORY_FORM + ", greater than 0")
     return size
@@ -104,8 +110,81 @@ def format_memory_size(value: int) -> str:
     return f"{value}b"
 
 
+_GMT_OFFSET = re.compile(r"^GMT([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
+def parse_zone_id(text: str) -> tzinfo:
+    """A time zone id as Flink's filesystem connector takes one (``java.util.TimeZone`` and
+    ``java.time.ZoneId`` must agree on it): a TZDB id such as ``'Asia/Shanghai'`` or ``'UTC'`` (exact
+    case), or a fixed offset ``'GMT+8'``, ``'GMT-03:00'``. ValueError for anything else (``'Z'``,
+    ``'+08:00'``, ``'UTC+8'``, ``'utc'``)."""
+    offset = _GMT_OFFSET.match(text)
+    if offset:
+        sign, hours, minutes = offset.group(1), int(offset.group(2)), int(offset.group(3) or 0)
+        if hours > 18 or minutes > 59 or (hours == 18 and minutes):
+            raise ValueError(ZONE_FORM)
+        delta = timedelta(hours=hours, minutes=minutes)
+        return timezone(-delta if sign == "-" else delta)
+    if text != text.strip() or not text or text.startswith(("/", ".")) or ".." in text:
+        raise ValueError(ZONE_FORM)
+    try:
+        zone = ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(ZONE_FORM) from None
+    if text not in _zone_ids() or text in _JAVA_SHORT_IDS:
+        # Not a region Java knows, or one of Java's old three-letter ids (TimeZone maps 'EST' to -05:00,
+        # ZoneId to the region EST, so Flink refuses them).
+        raise ValueError(ZONE_FORM)
+    return zone
+
+
+def _zone_ids() -> set[str]:
+    from zoneinfo import available_timezones
+
+    global _ZONE_IDS
+    if _ZONE_IDS is None:
+        _ZONE_IDS = available_timezones() | {"UTC", "GMT"}
+    return _ZONE_IDS
+
+
+_ZONE_IDS: set[str] | None = None
+#: ``java.time.ZoneId.SHORT_IDS``.
+_JAVA_SHORT_IDS = frozenset(
+    [
+        "EST",
+        "MST",
+        "HST",
+        "ACT",
+        "AET",
+        "AGT",
+        "ART",
+        "AST",
+        "BET",
+        "BST",
+        "CAT",
+        "CNT",
+        "CST",
+        "CTT",
+        "EAT",
+        "ECT",
+        "IET",
+        "IST",
+        "JST",
+        "MIT",
+        "NET",
+        "NST",
+        "PLT",
+        "PNT",
+        "PRT",
+        "PST",
+        "SST",
+        "VST",
+    ]
+)
+
+
 def _parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
+    lowered = text.lower()  # Flink: equalsIgnoreCase, no trimming
     if lowered in ("true", "false"):
         return lowered == "true"
     raise ValueError("'true' or 'false'")
@@ -113,10 +192,9 @@ def _parse_bool(text: str) -> bool:
 
 def _parse_int(text: str) -> int:
     low, high = INT_RANGE
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ValueError("an integer") from None
+    if not _INTEGER.fullmatch(text):  # Java's Integer.parseInt: no spaces, no '_', no '.'
+        raise ValueError("an integer")
+    value = int(text)
     if not low <= value <= high:
         raise ValueError(f"an integer from {low} to {high} (a 32-bit integer, as in Flink)")
     return value
@@ -144,12 +222,14 @@ MEMORY_SIZE: OptionType[int] = OptionType("MemorySize", parse_memory_size, forma
 LIST: OptionType[list[str]] = OptionType("List<String>", _parse_list, ",".join, "a comma-separated list")
 
 
-def enum_type(*choices: str) -> OptionType[str]:
-    """An option whose value is one of ``choices`` (compared case-insensitively, returned as declared)."""
+def enum_type(*choices: str, case_sensitive: bool = False) -> OptionType[str]:
+    """An option whose value is one of ``choices``, returned as declared. Compared case-insensitively
+    as Flink compares an enum option's value, or exactly for options Flink declares as strings and
+    compares itself (``case_sensitive``); never trimmed, as in Flink."""
 
     def parse(text: str) -> str:
         for choice in choices:
-            if text.strip().lower() == choice.lower():
+            if text == choice or (not case_sensitive and text.lower() == choice.lower()):
                 return choice
         raise ValueError(f"one of {', '.join(repr(c) for c in choices)}.{did_you_mean(text, choices)}")
 
@@ -210,6 +290,11 @@ def positive(value: Any) -> str | None:
     """Constraint: a number, or a duration, greater than zero."""
     amount = value.total_seconds() if isinstance(value, timedelta) else value
     return None if amount > 0 else "It must be greater than 0."
+
+
+def parallelism(value: int) -> str | None:
+    """Constraint of a parallelism: at least 1, or -1 for the default (Flink's PARALLELISM_DEFAULT)."""
+    return None if value >= 1 or value == -1 else "It must be at least 1, or -1 for the default."
 
 
 def non_negative(value: Any) -> str | None:

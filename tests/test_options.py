@@ -54,7 +54,6 @@ def _validate(**options: str) -> None:
         ("2 d", timedelta(days=2)),
         ("100ms", timedelta(milliseconds=100)),
         ("250", timedelta(milliseconds=250)),
-        ("1.5 h", timedelta(minutes=90)),
         (" 3 HOURS ", timedelta(hours=3)),
     ],
 )
@@ -62,7 +61,7 @@ def test_durations_parse_as_flink_writes_them(text: str, expected: timedelta) ->
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "ten s", "1 fortnight", "-1 h", "1 h 2 min"])
+@pytest.mark.parametrize("text", ["", "ten s", "1 fortnight", "-1 h", "1 h 2 min", "1.5 h"])
 def test_bad_durations_say_what_is_accepted(text: str) -> None:
     with pytest.raises(ValueError, match="a duration such as '100ms', '10 s'"):
         parse_duration(text)

@@ -109,8 +109,8 @@ def test_process_time_trigger_waits_for_the_delay_and_keeps_first_seen() -> None
     trigger = ProcessTimeTrigger(timedelta(minutes=10))
     trigger.add([("dt=a", ["a"])], now_ms=1_000)
     trigger.add([("dt=a", ["a"])], now_ms=500_000)  # seen again: first-seen stays
-    assert trigger.ready(None, now_ms=600_999) == []
-    assert [p.path for p in trigger.ready(None, now_ms=601_000)] == ["dt=a"]
+    assert trigger.ready(None, now_ms=601_000) == [], "Flink: ready once the clock is past first-seen + delay"
+    assert [p.path for p in trigger.ready(None, now_ms=601_001)] == ["dt=a"]
     trigger.committed(["dt=a"])
     assert trigger.all_pending() == []
 

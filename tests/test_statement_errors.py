@@ -82,7 +82,11 @@ INVALID = [
         "Expected one of 'process-time', 'partition-time'",
     ),
     (_table(**{"sink.shuffle-by-partition.enable": "yes"}), OptionError, "Expected 'true' or 'false'"),
-    (_table(**{"sink.partition-commit.watermark-time-zone": "Mars/Olympus"}), OptionError, "TZDB time zone id"),
+    (
+        _table(**{"sink.partition-commit.watermark-time-zone": "Mars/Olympus"}),
+        OptionError,
+        "Time Zone Database (TZDB) id",
+    ),
     (
         _table(**{"sink.partition-commit.policy.kind": "metastore,email"}),
         OptionError,

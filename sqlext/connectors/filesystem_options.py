@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlext.options import (
     BOOLEAN,
@@ -21,11 +20,14 @@ from sqlext.options import (
     INT,
     MEMORY_SIZE,
     STRING,
+    ZONE_FORM,
     ConfigOption,
     OptionType,
     enum_list_type,
     enum_type,
     non_negative,
+    parallelism,
+    parse_zone_id,
     positive,
 )
 
@@ -40,12 +42,10 @@ HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 
 def _time_zone(zone: str) -> str | None:
-    if zone.upper() in ("UTC", "Z"):
-        return None
     try:
-        ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        return "Expected a TZDB time zone id such as 'UTC', 'Asia/Shanghai' or 'America/Los_Angeles'."
+        parse_zone_id(zone)
+    except ValueError:
+        return f"Expected {ZONE_FORM}."
     return None
 
 
@@ -132,8 +132,8 @@ SINK_PARALLELISM = ConfigOption(
     "sink.parallelism",
     INT,
     None,
-    "Number of writer tasks. Unset: the parallelism of the input.",
-    check=positive,
+    "Number of writer tasks. Unset or -1: the parallelism of the input.",
+    check=parallelism,
 )
 
 COMMIT_TRIGGER = ConfigOption(
@@ -197,7 +197,7 @@ COMMIT_IDLE_TIMEOUT = ConfigOption(
 
 TIME_EXTRACTOR_KIND = ConfigOption(
     "partition.time-extractor.kind",
-    enum_type("default", "custom"),
+    enum_type("default", "custom", case_sensitive=True),
     "default",
     "How partition times are extracted: 'default' (timestamp-pattern/formatter) or 'custom' (the class).",
 )

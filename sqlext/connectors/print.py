@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, time
 from typing import TYPE_CHECKING, Any
 
-from sqlext.options import BOOLEAN, INT, STRING, ConfigOption, Options, positive
+from sqlext.options import BOOLEAN, INT, STRING, ConfigOption, Options, parallelism
 from sqlext.registry import ConnectorFactory, SinkContext
 from sqlext.sink.api import InsertPlan, TableSink
 
@@ -27,7 +27,7 @@ STANDARD_ERROR = ConfigOption(
     "standard-error", BOOLEAN, False, "Print to standard error instead of standard out (when true)."
 )
 PARALLELISM = ConfigOption(
-    "sink.parallelism", INT, None, "Accepted for Flink DDL; rows are printed by the driver.", check=positive
+    "sink.parallelism", INT, None, "Accepted for Flink DDL; rows are printed by the driver.", check=parallelism
 )
 
 

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlext.compaction import Compactor
-from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.formats import prepare_write
@@ -50,13 +49,7 @@ from sqlext.sink.escaping import parse_partition_path, partition_path
 from sqlext.sink.files import count_rows, data_files, is_data_file
 from sqlext.sink.policies import PartitionCommitContext
 from sqlext.sink.settings import SPARK_DEFAULT_PARTITION, SinkSettings
-from sqlext.sink.trigger import (
-    PartitionCommitTrigger,
-    PartitionTimeTrigger,
-    PendingPartition,
-    ProcessTimeTrigger,
-    TriggerState,
-)
+from sqlext.sink.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -144,16 +137,15 @@ class BatchCommitter:
         state = TriggerState()
         if self.state_fs.exists(self.state_uri):
             state = TriggerState.from_json(self.state_fs.read_json(self.state_uri))
-        if self.settings.trigger == fso.TRIGGER_PARTITION_TIME:
-            return PartitionTimeTrigger(
-                self.settings.delay,
-                self.settings.extractor(),
-                self.settings.keys,
-                self.settings.time_zone,
-                self.settings.idle_timeout,
-                state,
-            )
-        return ProcessTimeTrigger(self.settings.delay, state)
+        return create_trigger(
+            self.settings.trigger,
+            self.settings.delay,
+            self.settings.extractor(),
+            self.settings.keys,
+            self.settings.time_zone,
+            self.settings.idle_timeout,
+            state,
+        )
 
     def save_state(self) -> None:
         """Persist the trigger state (pending partitions, event-time high mark) in the state dir."""
@@ -161,19 +153,28 @@ class BatchCommitter:
 
     # -- the protocol ----------------------------------------------------------------------------
 
-    def process_batch(self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False) -> LogEntry:
+    def process_batch(
+        self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False, final: bool = False
+    ) -> LogEntry:
         """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
-        the partitions the batch writes (batch mode only)."""
+        the partitions the batch writes (batch mode only); ``final``: the batch of a batch-mode insert,
+        whose partitions are all committed without asking the trigger (as Flink's batch sink does, so
+        no partition time is extracted)."""
 
         def stage() -> list[StagedFile]:
             staging = self.log.staging_dir(self.query_name, batch_id)
             self._stage(rows, staging)
             return self._list_staged(staging)
 
-        return self.process(batch_id, info, stage, overwrite)
+        return self.process(batch_id, info, stage, overwrite, final)
 
     def process(
-        self, batch_id: int, info: BatchInfo, stage: Callable[[], list[StagedFile]], overwrite: bool = False
+        self,
+        batch_id: int,
+        info: BatchInfo,
+        stage: Callable[[], list[StagedFile]],
+        overwrite: bool = False,
+        final: bool = False,
     ) -> LogEntry:
         """The protocol for a batch whose files ``stage`` writes (or has written) into hidden staging
         locations; ``stage`` is called only when the commit log has no record of the batch."""
@@ -194,7 +195,7 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._move(entry)
                 fault_point("after-log", batch_id)
-            committed = self.commit_partitions(entry, info.watermark_ms)
+            committed = self.commit_partitions(entry, info.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(

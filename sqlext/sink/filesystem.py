@@ -173,7 +173,7 @@ class FileSystemSink(TableSink):
             last = committer.log.last_batch(plan.query_name)
             batch_id = 0 if last is None else last + 1
             info = BatchInfo(None, int(time.time() * 1000))
-            entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite)
+            entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite, final=True)
             committer.end_of_input()
             log.info("%s: batch insert wrote %d rows into %s", plan.query_name, entry.rows, self.table.identifier)
         finally:

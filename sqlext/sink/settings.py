@@ -55,7 +55,7 @@ class SinkSettings:
             idle_timeout=options.get(fso.COMMIT_IDLE_TIMEOUT),
             rolling_file_size=rolling,
             shuffle_by_partition=options.get(fso.SHUFFLE_BY_PARTITION),
-            parallelism=options.get(fso.SINK_PARALLELISM),
+            parallelism=None if options.get(fso.SINK_PARALLELISM) == -1 else options.get(fso.SINK_PARALLELISM),
             format_options=options.with_prefix(f"{fmt}."),
             auto_compaction=options.get(fso.AUTO_COMPACTION),
             compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,

@@ -7,10 +7,15 @@ the age of the query.
 
 - ``process-time``: ready when the wall clock is past first-seen + delay (delay 0: at the batch that
   wrote it).
-- ``partition-time``: ready when the watermark, read as a local date-time in
-  ``sink.partition-commit.watermark-time-zone``, is past the partition's extracted time + delay.
+- ``partition-time``: ready when the watermark (epoch millis) is past the partition's extracted local
+  time, taken as a time in ``sink.partition-commit.watermark-time-zone``, + delay. A local time that a
+  daylight-saving change skips or repeats is taken as Java's ``LocalDateTime.atZone`` takes it (the
+  offset before the change), so that decisions are Flink's to the millisecond.
   With ``sink.partition-commit.idle-timeout`` (sqlext), when no data has arrived for that long, a
-  partition whose time + delay is behind the wall clock (same zone) is ready too.
+  partition whose time + delay is behind the wall clock is ready too.
+
+Both decisions are Flink's ``ProcTimeCommitPredicate`` / ``PartitionTimeCommitPredicate``, checked
+against Flink itself in ``tests/test_flink_conformance.py``.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
+from sqlext.options import parse_zone_id
 from sqlext.sink.extractor import PartitionTimeExtractor
 
 
@@ -91,15 +96,15 @@ class PartitionCommitTrigger(ABC):
 
 
 class ProcessTimeTrigger(PartitionCommitTrigger):
-    """Ready when the wall clock is past first-seen + delay."""
+    """Ready when the wall clock is past first-seen + delay; with delay 0, at once."""
 
     def ready(self, watermark_ms: int | None, now_ms: int) -> list[PendingPartition]:
-        delay_ms = self.delay.total_seconds() * 1000
-        return [p for p in self.all_pending() if now_ms >= p.first_seen_ms + delay_ms]
+        delay_ms = _millis(self.delay)
+        return [p for p in self.all_pending() if delay_ms == 0 or now_ms > p.first_seen_ms + delay_ms]
 
 
 class PartitionTimeTrigger(PartitionCommitTrigger):
-    """Ready when the watermark (local time in the watermark zone) is past partition time + delay."""
+    """Ready when the watermark is past partition time (in the watermark zone) + delay."""
 
     def __init__(
         self,
@@ -113,27 +118,47 @@ class PartitionTimeTrigger(PartitionCommitTrigger):
         super().__init__(delay, state)
         self.extractor = extractor
         self.keys = list(keys)
-        self.zone = ZoneInfo("UTC" if time_zone.upper() == "Z" else time_zone)
+        self.zone = parse_zone_id(time_zone)
         self.idle_timeout = idle_timeout
 
-    def partition_deadline(self, partition: PendingPartition) -> datetime:
-        """The local time the watermark must pass for this partition to be ready."""
-        return self.extractor.extract(self.keys, partition.values) + self.delay
-
-    def _local(self, epoch_ms: int) -> datetime:
-        return datetime.fromtimestamp(epoch_ms / 1000, self.zone).replace(tzinfo=None)
+    def partition_deadline_ms(self, partition: PendingPartition) -> int:
+        """The epoch millis the watermark must pass for this partition to be ready."""
+        local = self.extractor.extract(self.keys, partition.values)
+        # fold=0: in a gap or an overlap, the offset before the change, as Java's atZone.
+        return _millis(local.replace(tzinfo=self.zone, fold=0) - _EPOCH) + _millis(self.delay)
 
     def ready(self, watermark_ms: int | None, now_ms: int) -> list[PendingPartition]:
         ready = []
-        watermark = self._local(watermark_ms) if watermark_ms is not None and watermark_ms > 0 else None
+        watermark = watermark_ms if watermark_ms is not None and watermark_ms > 0 else None
         idle = (
             self.idle_timeout is not None
             and self.state.last_data_ms > 0
-            and now_ms - self.state.last_data_ms >= self.idle_timeout.total_seconds() * 1000
+            and now_ms - self.state.last_data_ms >= _millis(self.idle_timeout)
         )
-        wall_clock = self._local(now_ms)
         for partition in self.all_pending():
-            deadline = self.partition_deadline(partition)
-            if (watermark is not None and watermark > deadline) or (idle and wall_clock > deadline):
+            deadline = self.partition_deadline_ms(partition)
+            if (watermark is not None and watermark > deadline) or (idle and now_ms > deadline):
                 ready.append(partition)
         return ready
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _millis(duration: timedelta) -> int:
+    return duration // timedelta(milliseconds=1)
+
+
+def create_trigger(
+    kind: str,
+    delay: timedelta,
+    extractor: PartitionTimeExtractor,
+    keys: Sequence[str],
+    time_zone: str = "UTC",
+    idle_timeout: timedelta | None = None,
+    state: TriggerState | None = None,
+) -> PartitionCommitTrigger:
+    """The trigger ``sink.partition-commit.trigger`` names: ``partition-time`` or ``process-time``."""
+    if kind == "partition-time":
+        return PartitionTimeTrigger(delay, extractor, keys, time_zone, idle_timeout, state)
+    return ProcessTimeTrigger(delay, state)
