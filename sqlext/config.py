@@ -47,6 +47,7 @@ KEYS: dict[str, str] = {
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
     CHECKPOINT_ROOT: "Root of the checkpoints of sqlext's streaming inserts.",
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
+    PREFIX + "gateway.*": "The gateway's authentication, admins and TLS (declared in sqlext.gateway.security.KEYS).",
 }
 
 

@@ -38,6 +38,7 @@ from sqlext.gateway.server import GatewayServer
 from sqlext.gateway.throttle import MAX_WAITING, LoginThrottle
 from sqlext.gateway.transport import PASSWORD_NEEDED, SaslStatus, server_transport
 from sqlext.thriftserver import ThriftServerSettings, check, command
+from tests.support import failed_logins
 from tests.support.tls import SelfSigned, self_signed
 
 G = "spark.sqlext.gateway."
@@ -491,23 +492,12 @@ def test_tls_logins_open_sessions_for_the_checked_user_only(users: Path, certifi
         assert sessions.users == ["alice"]
 
 
-def _attack(port: int, certificate: SelfSigned | None, attempts: int, threads: int) -> subprocess.Popen[str]:
-    """Start ``attempts`` wrong-password logins from 127.0.0.2, ``threads`` at a time, in a process of their own."""
-    cafile = str(certificate.cert) if certificate else "-"
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.failed_logins", str(port), cafile, str(attempts), str(threads)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-
-
 def test_200_failed_logins_slow_down_their_address_while_others_log_in_within_a_second(
     users: Path, certificate: SelfSigned
 ) -> None:
     with _server(users, certificate, delay_s=0.05, max_delay_s=0.4) as (server, sessions):
         started = time.monotonic()
-        attacker = _attack(server.port, certificate, attempts=200, threads=MAX_WAITING + 2)
+        attacker = failed_logins.start(server.port, certificate.cert, attempts=200, threads=MAX_WAITING + 2)
         waits = []
         while attacker.poll() is None:
             before = time.monotonic()

@@ -7,11 +7,14 @@ Prints each answer's reason, one per line.
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
 import struct
+import subprocess
 import sys
 import threading
+from pathlib import Path
 
 ATTACKER_ADDRESS = "127.0.0.2"
 
@@ -35,6 +38,17 @@ def failed_login(port: int, context: ssl.SSLContext | None) -> str:
         while len(reason) < length:
             reason += sock.recv(length - len(reason))
         return f"{status} {reason.decode()}"
+
+
+def start(port: int, cafile: Path | None, attempts: int, threads: int) -> subprocess.Popen[str]:
+    """Start the attack as a process of its own; its stdout has the answers once it ends."""
+    args = [str(port), str(cafile) if cafile else "-", str(attempts), str(threads)]
+    return subprocess.Popen(
+        [sys.executable, "-m", __name__, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
 
 
 def main() -> None:
