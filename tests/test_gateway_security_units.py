@@ -512,3 +512,13 @@ def test_200_failed_logins_slow_down_their_address_while_others_log_in_within_a_
     assert elapsed > 0.2 * (checked - 10), f"{checked} checked attempts were slowed down ({elapsed:.1f} s)"
     assert waits and max(waits) < 1.0, f"the legitimate client waited {max(waits):.2f} s: {waits}"
     assert set(sessions.users) == {"bob"}, "no session for the attacker"
+
+
+def test_every_gateway_key_is_in_readmes_configuration_table() -> None:
+    from sqlext.gateway.security import KEYS
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme[readme.index("## Configuration") :]
+    for key in KEYS:
+        short = "`." + ".".join(key.split(".")[-2:]) + "`"
+        assert f"`{key}`" in table or short in table, f"{key} is missing from README's configuration table"
