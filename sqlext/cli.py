@@ -14,6 +14,7 @@ from sqlext.config import SqlextConfig
 from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
+from sqlext.gateway.security import INSECURE_NO_AUTH
 from sqlext.metastore import launcher
 from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.process import ServerSettings
@@ -182,20 +183,58 @@ def _control_server(action: str, label: str, settings: ServerSettings, control: 
 
 def _thriftserver(args: argparse.Namespace) -> int:
     conf = _parse_conf(args.conf)
+    hiveconf = _parse_conf(args.hiveconf)
     port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
-    settings = ThriftServerSettings(metastore_uri=_server_metastore_uri(conf), port=port, conf=conf)
+    settings = ThriftServerSettings(
+        metastore_uri="",
+        port=port,
+        host=args.host,
+        conf=conf,
+        hiveconf=hiveconf,
+        insecure_no_auth=args.insecure_no_auth,
+    )
+    if args.action == "start":
+        thriftserver.check(settings)  # before the metastore is started for it
+    settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
     return _control_server(args.action, "Thrift server", settings, thriftserver)
 
 
 def _gateway(args: argparse.Namespace) -> int:
     conf = _parse_conf(args.conf)
+    if args.insecure_no_auth:
+        conf[INSECURE_NO_AUTH] = "true"
+    if args.action == "passwd":
+        return _gateway_passwd(args, conf)
     port = args.port if args.port is not None else gateway_control.DEFAULT_PORT
-    settings = gateway_control.GatewaySettings(
-        metastore_uri=_server_metastore_uri(conf), port=port, host=args.host, conf=conf
-    )
+    settings = gateway_control.GatewaySettings(metastore_uri="", port=port, host=args.host, conf=conf)
     if args.home:
         settings = replace(settings, home=Path(args.home).resolve())
+    if args.action == "start":
+        gateway_control.check(settings)  # before the metastore is started for it
+    settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
     return _control_server(args.action, "sqlext gateway", settings, gateway_control)
+
+
+def _gateway_passwd(args: argparse.Namespace, conf: dict[str, str]) -> int:
+    """``sqlext gateway passwd USER``: add a user to the users file, or change their password."""
+    import getpass
+
+    from sqlext.gateway.passwords import set_password
+    from sqlext.gateway.security import GatewaySecurity
+
+    if not args.user:
+        raise SqlextError("sqlext gateway passwd needs the user name: sqlext gateway passwd USER.")
+    path = Path(args.users_file) if args.users_file else GatewaySecurity.of(SqlextConfig.load(conf).values).users_file
+    assert path is not None
+    if sys.stdin.isatty():
+        password = getpass.getpass(f"Password for {args.user}: ")
+        if getpass.getpass("Again: ") != password:
+            raise SqlextError("The passwords differ; nothing changed.")
+    else:  # a script: the first line of stdin
+        password = sys.stdin.readline().rstrip("\r\n")
+    added = set_password(path, args.user, password)
+    print(f"{'added' if added else 'changed the password of'} {args.user} in {path}", file=sys.stderr)
+    return 0
 
 
 GATEWAY_HELP = """\
@@ -203,11 +242,18 @@ A HiveServer2-protocol endpoint whose sessions run sqlext statements: beeline, P
 tools connect as to HiveServer2 and run Flink DDL, SET, INSERT (streaming or batch), SHOW JOBS,
 STOP JOB '<id>' and Spark SQL queries. Each client session is a Spark session of its own (own SET
 options, current database, temporary tables); streaming inserts keep running after the client
-disconnects, and SHOW JOBS / STOP JOB see them from any session. Auth: SASL PLAIN without a password
-check (beeline's and PyHive's default) or NOSASL.
+disconnects; SHOW JOBS / STOP JOB see a user's own jobs from any of their sessions (all jobs for
+users in spark.sqlext.gateway.admins).
 
-  sqlext gateway start --port 10010 --conf spark.sqlext.metastore.uris=thrift://...   # prints the JDBC URL
-  beeline -u jdbc:hive2://127.0.0.1:10010/default -n "$USER"
+Auth: by default SASL PLAIN without a password check (beeline's and PyHive's default) or NOSASL, and
+only on a loopback address. spark.sqlext.gateway.authentication=FILE (users added with
+'sqlext gateway passwd USER'), LDAP or CUSTOM checks passwords; spark.sqlext.gateway.ssl.certfile
+(and .keyfile) turns TLS on. Listening elsewhere without authentication needs --insecure-no-auth.
+
+  sqlext gateway passwd alice                  # asks for the password (or reads a line from stdin)
+  sqlext gateway start --port 10010 --conf spark.sqlext.gateway.authentication=FILE \\
+      --conf spark.sqlext.metastore.uris=thrift://...                              # prints the JDBC URL
+  beeline -u jdbc:hive2://127.0.0.1:10010/default -n alice -p ...
   sqlext gateway status | stop --port 10010
 
 Unlike 'sqlext thriftserver' (Spark's own HiveThriftServer2, Spark SQL only), statements go through
@@ -317,7 +363,19 @@ def build_parser() -> argparse.ArgumentParser:
     server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
     server.add_argument("action", choices=["start", "stop", "status"])
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    server.add_argument(
+        "--hiveconf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="HiveServer2 setting, e.g. hive.server2.authentication=LDAP (see README)",
+    )
+    server.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback --host without hive.server2.authentication (anyone reaching it runs SQL)",
+    )
     server.set_defaults(handler=_thriftserver)
 
     gateway = commands.add_parser(
@@ -326,11 +384,20 @@ def build_parser() -> argparse.ArgumentParser:
         description=GATEWAY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    gateway.add_argument("action", choices=["start", "stop", "status"])
+    gateway.add_argument("action", choices=["start", "stop", "status", "passwd"])
+    gateway.add_argument("user", nargs="?", help="passwd: the user to add, or whose password to change")
     gateway.add_argument("--port", type=int, help="port (default 10010)")
     gateway.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     gateway.add_argument("--home", help="directory for the pid file and log (default $SQLEXT_HOME/gateway)")
     gateway.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    gateway.add_argument(
+        "--users-file", help="passwd: the users file (default spark.sqlext.gateway.authentication.file)"
+    )
+    gateway.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback --host without authentication (anyone reaching it runs SQL as anyone)",
+    )
     gateway.set_defaults(handler=_gateway)
 
     run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")

@@ -4,30 +4,68 @@ jars) on the same Hive Metastore as sqlext, so beeline, PyHive and JDBC/ODBC too
 What they see is what the HMS lists: a partition's rows become visible to these queries when the
 partition is committed (``metastore`` policy), never before, because Spark plans Hive table scans from
 the HMS partition list.
+
+HiveServer2's own settings pass through as ``--hiveconf key=value``, authentication included:
+``hive.server2.authentication`` (``NONE``, ``LDAP``, ``CUSTOM``, ``KERBEROS``, ``PAM``, ``NOSASL``)
+with ``hive.server2.authentication.ldap.url`` / ``.ldap.baseDN`` / ``.ldap.userDNPattern``,
+``hive.server2.custom.authentication.class`` (its jar through ``--conf spark.jars=...``), and TLS with
+``hive.server2.use.SSL``, ``hive.server2.keystore.path`` and ``hive.server2.keystore.password``. As for
+the gateway, a non-loopback ``--host`` without authentication is refused unless ``--insecure-no-auth``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
 from sqlext import process
+from sqlext.errors import ConfigError
+from sqlext.gateway.security import is_loopback
 from sqlext.paths import default_home, packaged_conf_dir
 
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_PORT = 10000
+AUTHENTICATION = "hive.server2.authentication"
+#: Modes in which HiveServer2 checks who connects.
+AUTHENTICATING_MODES = ("LDAP", "CUSTOM", "KERBEROS", "PAM")
+#: Set by sqlext from --port and --host, so not accepted as --hiveconf.
+OWN_KEYS = {"hive.server2.thrift.port": "--port", "hive.server2.thrift.bind.host": "--host"}
 
 
 @dataclass(frozen=True)
 class ThriftServerSettings(process.ServerSettings):
-    """One Thrift server: its port, the metastore it reads, extra Spark conf."""
+    """One Thrift server: its port, the metastore it reads, extra Spark conf and HiveServer2 settings."""
 
     NAME: ClassVar[str] = "thriftserver"
 
     port: int = DEFAULT_PORT
     home: Path = field(default_factory=lambda: default_home() / "thriftserver")
+    hiveconf: Mapping[str, str] = field(default_factory=dict)
+    insecure_no_auth: bool = False
+
+    @property
+    def authentication(self) -> str:
+        return self.hiveconf.get(AUTHENTICATION, "NONE").strip().upper()
+
+
+def check(settings: ThriftServerSettings) -> None:
+    """Refuse --hiveconf keys sqlext sets itself, and a non-loopback bind without authentication."""
+    for key, flag in OWN_KEYS.items():
+        if key in settings.hiveconf:
+            raise ConfigError(f"Set {key} with {flag}, not --hiveconf.", option=key, value=settings.hiveconf[key])
+    if settings.authentication in AUTHENTICATING_MODES or settings.insecure_no_auth or is_loopback(settings.host):
+        return
+    raise ConfigError(
+        f"Refusing to listen on {settings.host} with {AUTHENTICATION}={settings.authentication}: anyone who "
+        "reaches the port could run any SQL there. Pass --hiveconf hive.server2.authentication=LDAP (with "
+        "hive.server2.authentication.ldap.url=...) or CUSTOM (with hive.server2.custom.authentication.class="
+        "...), or, on a network you trust, --insecure-no-auth.",
+        option=AUTHENTICATION,
+        value=settings.authentication,
+    )
 
 
 def _spark_home() -> Path:
@@ -58,13 +96,15 @@ def command(settings: ThriftServerSettings) -> list[str]:
     ]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]
+    hiveconf = {
+        **settings.hiveconf,
+        "hive.server2.thrift.port": str(settings.port),
+        "hive.server2.thrift.bind.host": settings.host,
+    }
     return [
         *args,
         "spark-internal",
-        "--hiveconf",
-        f"hive.server2.thrift.port={settings.port}",
-        "--hiveconf",
-        f"hive.server2.thrift.bind.host={settings.host}",
+        *(arg for key, value in hiveconf.items() for arg in ("--hiveconf", f"{key}={value}")),
     ]
 
 
@@ -78,6 +118,7 @@ def start(settings: ThriftServerSettings) -> tuple[int, bool]:
     running = status(settings)
     if running is not None:
         return running, True
+    check(settings)
     env = {**os.environ, "SPARK_HOME": str(_spark_home()), "SPARK_LOCAL_IP": settings.host}
     pid = process.start_server("The Thrift server", settings, command(settings), env, lambda: stop(settings))
     return pid, False

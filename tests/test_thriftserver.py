@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from pyhive import hive
+from thrift.transport.TTransport import TTransportException
 
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
@@ -94,4 +95,68 @@ def test_thrift_server_queries_see_committed_partitions_only(
             f"spark.sqlext.metastore.uris={metastore.uri}",
             env_home=tmp_path / "home",
         )
+    assert stopped.stdout.strip() == "stopped"
+
+
+JAVA_AUTHENTICATOR = """
+package sqlexttest;
+
+import javax.security.sasl.AuthenticationException;
+import org.apache.hive.service.auth.PasswdAuthenticationProvider;
+
+public class OnePassword implements PasswdAuthenticationProvider {
+    @Override
+    public void Authenticate(String user, String password) throws AuthenticationException {
+        if (!"alice".equals(user) || !"open-sesame".equals(password)) {
+            throw new AuthenticationException("wrong user or password");
+        }
+    }
+}
+"""
+
+
+def _authenticator_jar(directory: Path) -> Path:
+    """HiveServer2's CUSTOM authentication class (alice / open-sesame), compiled against pyspark's jars."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    source = directory / "sqlexttest" / "OnePassword.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(JAVA_AUTHENTICATOR)
+    subprocess.run(["javac", "-cp", f"{jars}/*", "-d", str(directory / "classes"), str(source)], check=True)
+    jar = directory / "one-password.jar"
+    subprocess.run(["jar", "cf", str(jar), "-C", str(directory / "classes"), "."], check=True)
+    return jar
+
+
+def test_hiveserver2_custom_authentication_passes_through_hiveconf(
+    metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    """--hiveconf reaches Spark's HiveThriftServer2: its CUSTOM mode checks passwords with our class."""
+    jar = _authenticator_jar(tmp_path / "auth")
+    port = free_port()
+    flags = ["--port", str(port), "--conf", f"spark.sqlext.metastore.uris={metastore.uri}"]
+    started = _sqlext(
+        "thriftserver",
+        "start",
+        *flags,
+        "--conf",
+        f"spark.driver.extraClassPath={jar}",
+        "--hiveconf",
+        "hive.server2.authentication=CUSTOM",
+        "--hiveconf",
+        "hive.server2.custom.authentication.class=sqlexttest.OnePassword",
+        env_home=tmp_path / "home",
+    )
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        connection = hive.connect(host="127.0.0.1", port=port, username="alice", auth="CUSTOM", password="open-sesame")
+        cursor = connection.cursor()
+        cursor.execute("SELECT 'checked'")
+        assert cursor.fetchall() == [("checked",)]
+        connection.close()
+        with pytest.raises(TTransportException, match="Error validating the login"):
+            hive.connect(host="127.0.0.1", port=port, username="alice", auth="CUSTOM", password="guess")
+    finally:
+        stopped = _sqlext("thriftserver", "stop", *flags, env_home=tmp_path / "home")
     assert stopped.stdout.strip() == "stopped"

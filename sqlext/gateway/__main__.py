@@ -21,9 +21,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_command_logging()
     conf = {key: value for key, _, value in (pair.partition("=") for pair in args.conf)}
 
+    from sqlext.errors import SqlextError
     from sqlext.gateway.server import run
 
-    return run(args.host, args.port, args.master, conf)
+    try:
+        return run(args.host, args.port, args.master, conf)
+    except SqlextError as exc:
+        print(f"sqlext gateway: error: {exc.message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 metastore URI and the ``--conf`` flags as Spark conf, and returns once the port answers, which the
 gateway opens only when its Spark session is up. Pid file and log live under ``--home`` (default
 ``$SQLEXT_HOME/gateway``), one per port; ``stop`` stops only the process that home started there.
+The security settings (``spark.sqlext.gateway.*``) are checked before anything starts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from sqlext import process
-from sqlext.config import METASTORE_URIS
+from sqlext.config import METASTORE_URIS, SqlextConfig
+from sqlext.gateway.security import GatewaySecurity
 from sqlext.paths import default_home, packaged_conf_dir
 
 MODULE = "sqlext.gateway"
@@ -40,6 +42,25 @@ class GatewaySettings(process.ServerSettings):
     def port_marker(self) -> str:
         """The argument that names this gateway's port on its command line."""
         return f"--port={self.port}"
+
+    @property
+    def security(self) -> GatewaySecurity:
+        return GatewaySecurity.of(SqlextConfig.load(self.conf).values)
+
+    @property
+    def url(self) -> str:
+        return super().url + (";ssl=true" if self.security.tls else "")
+
+
+def check(settings: GatewaySettings) -> GatewaySecurity:
+    """Check the security settings as the gateway will (bind address, authenticator, certificate)."""
+    from sqlext.gateway.auth import load_authenticator
+
+    security = settings.security
+    security.check_bind(settings.host)
+    load_authenticator(security, SqlextConfig.load(settings.conf).values)
+    security.ssl_context()
+    return security
 
 
 def command(settings: GatewaySettings) -> list[str]:
@@ -72,6 +93,7 @@ def start(settings: GatewaySettings) -> tuple[int, bool]:
     running = status(settings)
     if running is not None:
         return running, True
+    check(settings)
     pid = process.start_server(
         "The gateway", settings, command(settings), environment(settings), lambda: stop(settings)
     )

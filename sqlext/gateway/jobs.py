@@ -8,6 +8,10 @@ returns until the gateway stops, with Flink's states: RUNNING (also while a boun
 last partitions), FINISHED (a bounded insert that read all its input and committed it), FAILED,
 CANCELED (stopped with ``STOP JOB``). Each row also shows the job's checkpoint and whose it is (see
 :mod:`sqlext.checkpoint`): what runs again when the same insert is started again.
+
+Each job records its owner, the user whose session started it. ``SHOW JOBS`` lists, and ``STOP JOB``
+stops, the user's own jobs; users in ``spark.sqlext.gateway.admins`` see and stop all. Another user's
+job is answered as one that does not exist, so its id tells nothing.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ class Job:
     query: Any | None
     insert: RunningInsert | None = None
     canceled: bool = False
+    owner: str = ""
 
     @property
     def status(self) -> JobStatus:
@@ -90,51 +95,56 @@ class Job:
 
 
 class JobRegistry:
-    """The gateway's jobs, by id (an insert started again under the same name replaces its entry)."""
+    """The gateway's jobs, by id (an insert started again under the same name replaces its entry);
+    ``admins`` see and stop every user's jobs."""
 
-    def __init__(self) -> None:
+    def __init__(self, admins: frozenset[str] = frozenset()) -> None:
+        self.admins = admins
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def record(self, spark: Any, job_id: str, job_name: str) -> Job:
-        """Keep the job an INSERT on ``spark`` (a Spark session) just started."""
+    def record(self, spark: Any, job_id: str, job_name: str, owner: str) -> Job:
+        """Keep the job an INSERT on ``spark`` (a Spark session) of ``owner`` just started."""
         from sqlext.sink.filesystem import running_insert
 
         insert = running_insert(job_id)
         # Spark lists only active queries: another sink's bounded insert may have ended already (FINISHED).
         query = insert.query if insert is not None else spark.streams.get(job_id)
-        job = Job(job_id, job_name, datetime.now(), query, insert)
+        job = Job(job_id, job_name, datetime.now(), query, insert, owner=owner)
         with self._lock:
             self._jobs[job_id] = job
-        log.info("job %s (%s) started", job_id, job_name)
+        log.info("job %s (%s) started by %s", job_id, job_name, owner)
         return job
 
-    def jobs(self) -> list[Job]:
+    def jobs(self, user: str | None = None) -> list[Job]:
+        """The jobs ``user`` may see (all for an admin, or with no user given), oldest first."""
         with self._lock:
-            return sorted(self._jobs.values(), key=lambda job: job.started)
+            jobs = sorted(self._jobs.values(), key=lambda job: job.started)
+        if user is None or user in self.admins:
+            return jobs
+        return [job for job in jobs if job.owner == user]
 
-    def show(self) -> ResultSet:
+    def show(self, user: str | None = None) -> ResultSet:
         from sqlext.checkpoint import started_checkpoint
 
         rows = []
-        for job in self.jobs():
+        for job in self.jobs(user):
             prepared = started_checkpoint(job.job_id)
             checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
             started = job.started.isoformat(" ", "milliseconds")
             rows.append((job.job_id, job.job_name, str(job.status), started, checkpoint, identity))
         return ResultSet(COLUMNS, rows)
 
-    def stop(self, job_id: str) -> None:
-        """Stop a running job (Spark finishes the batch being committed first)."""
-        with self._lock:
-            job = self._jobs.get(job_id)
+    def stop(self, job_id: str, user: str | None = None) -> None:
+        """Stop a running job ``user`` may see (Spark finishes the batch being committed first)."""
+        job = next((job for job in self.jobs(user) if job.job_id == job_id), None)
         if job is None:
             raise SqlextError(f"No job with id '{job_id}' was started through this gateway; SHOW JOBS lists them.")
         status = job.status
         if status is not JobStatus.RUNNING:
             raise SqlextError(f"Job '{job_id}' ({job.job_name}) is not running: it is {status}.")
         job.stop()
-        log.info("job %s (%s) stopped", job_id, job.job_name)
+        log.info("job %s (%s) of %s stopped by %s", job_id, job.job_name, job.owner, user or "the gateway")
 
     def stop_all(self) -> None:
         """Stop every running job (when the gateway stops)."""
@@ -142,14 +152,14 @@ class JobRegistry:
             if job.status is JobStatus.RUNNING:
                 self.stop(job.job_id)
 
-    def execute(self, statement: str) -> ResultSet | None:
-        """Answer SHOW JOBS or STOP JOB; None for any other statement."""
+    def execute(self, statement: str, user: str) -> ResultSet | None:
+        """Answer SHOW JOBS or STOP JOB for ``user``; None for any other statement."""
         if not JOB_STATEMENT.match(statement):
             return None
         parsed = parse_statement(statement)
         if isinstance(parsed, ShowJobs):
-            return self.show()
+            return self.show(user)
         if isinstance(parsed, StopJob):
-            self.stop(parsed.job_id)
+            self.stop(parsed.job_id, user)
             return ResultSet([ResultColumn("result", T.STRING_TYPE)], [("OK",)])
         return None

@@ -78,10 +78,17 @@ def _unsupported(name: str, response: type) -> Callable[[Any, Any], Any]:
 class GatewayService:
     """The TCLIService handler of one connection (method names are the Thrift API's)."""
 
-    def __init__(self, gateway: Gateway, sasl_user: str | None = None) -> None:
+    def __init__(self, gateway: Gateway, sasl_user: str | None = None, authenticated: bool = False) -> None:
         self.gateway = gateway
         self.sasl_user = sasl_user
+        self.authenticated = authenticated
         self._opened: set[bytes] = set()
+
+    def _user(self, req: ttypes.TOpenSessionReq) -> str:
+        # Once a password was checked, the session belongs to that user, whatever name OpenSession claims.
+        if self.authenticated and self.sasl_user:
+            return self.sasl_user
+        return req.username or self.sasl_user or "anonymous"
 
     def close(self) -> None:
         """The connection ended: close the sessions it opened."""
@@ -99,7 +106,7 @@ class GatewayService:
                 f"The sqlext gateway needs {V._VALUES_TO_NAMES[OLDEST_PROTOCOL]} or newer (column-oriented "
                 f"results); the client speaks {V._VALUES_TO_NAMES.get(protocol, protocol)}."
             )
-        session = self.gateway.open_session(req.username or self.sasl_user or "anonymous", req.configuration)
+        session = self.gateway.open_session(self._user(req), req.configuration)
         self._opened.add(session.key)
         return ttypes.TOpenSessionResp(
             status=OK,

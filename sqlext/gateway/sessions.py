@@ -100,14 +100,14 @@ class GatewaySession:
             log.info("session %s: %r failed: %s", self.key.hex()[:8], operation.statement[:100], first_line)
 
     def _execute(self, statement: str) -> ResultSet:
-        answered = self.jobs.execute(statement)
+        answered = self.jobs.execute(statement, self.user)
         if answered is not None:
             return answered
         frame = self.sqlext.sql(statement)
         result = ResultSet.of_frame(frame)
         if "job_id" in frame.columns:  # a streaming INSERT started: the gateway keeps its job
             row = dict(zip(frame.columns, result.rows[0], strict=True))
-            self.jobs.record(self.spark, row["job_id"], row.get("job_name") or "")
+            self.jobs.record(self.spark, row["job_id"], row.get("job_name") or "", self.user)
         return result
 
     def operation(self, handle: ttypes.TOperationHandle) -> Operation | None:
@@ -137,9 +137,9 @@ class GatewaySession:
 class Gateway:
     """All sessions of one gateway process, on one root Spark session, and their jobs."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, admins: frozenset[str] = frozenset()) -> None:
         self.spark = spark
-        self.jobs = JobRegistry()
+        self.jobs = JobRegistry(admins)
         self._sessions: dict[bytes, GatewaySession] = {}
         self._lock = threading.Lock()
 

@@ -12,18 +12,26 @@ NOSASL clients (PyHive ``auth='NOSASL'``, beeline ``;auth=noSasl``) write Thrift
 directly, unframed. The first byte tells the two apart: ``START`` is 1, a strict binary-protocol
 message begins with 0x80.
 
-Like HiveServer2 with ``hive.server2.authentication=NONE``, no password is checked: the user name is
-taken as given. Bind the gateway to a trusted interface.
+Given a login check (see :mod:`sqlext.gateway.auth`), the PLAIN user and password go through it, and a
+refused login is answered ``BAD`` with the check's message (HiveServer2's "Error validating the
+login"), then the connection is closed; NOSASL clients are then answered with a Thrift exception
+saying that a password is needed. Without a login check, as HiveServer2 with
+``hive.server2.authentication=NONE``, the user name is taken as given.
+
+The first byte is read, not peeked, so the same code serves a TLS socket.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from enum import IntEnum
 from io import BytesIO
 from typing import NoReturn
 
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
@@ -34,6 +42,19 @@ MAX_FRAME_BYTES = TTransport.DEFAULT_MAX_FRAME_SIZE
 PLAIN = b"PLAIN"
 _HEADER = struct.Struct(">BI")
 _LENGTH = struct.Struct(">i")
+#: What NOSASL clients are told when logins need a password.
+PASSWORD_NEEDED = (
+    "The sqlext gateway requires a user name and password (SASL PLAIN): connect without auth=noSasl / "
+    "auth='NOSASL', giving a password."
+)
+
+
+class LoginRefused(Exception):
+    """Raised by a login check to refuse; the message is what the client reads."""
+
+
+#: ``check(user, password)``: returns to let the user in, raises :class:`LoginRefused` to refuse.
+LoginCheck = Callable[[str, str], None]
 
 
 class SaslStatus(IntEnum):
@@ -49,8 +70,9 @@ class SaslStatus(IntEnum):
 class SaslPlainServerTransport(TTransport.TTransportBase):
     """A server transport that negotiates SASL PLAIN, then reads and writes length-prefixed frames."""
 
-    def __init__(self, transport: TTransport.TTransportBase) -> None:
+    def __init__(self, transport: TTransport.TTransportBase, login: LoginCheck | None = None) -> None:
         self.transport = transport
+        self.login = login
         self.username: str | None = None
         self._read_buffer = BytesIO(b"")
         self._write_buffer = BytesIO()
@@ -70,7 +92,13 @@ class SaslPlainServerTransport(TTransport.TTransportBase):
         parts = response.split(b"\0")
         if len(parts) != 3 or not parts[1]:
             self._refuse(SaslStatus.BAD, "Malformed PLAIN response: expected authzid NUL user NUL password")
-        self.username = parts[1].decode("utf-8", errors="replace")
+        username = parts[1].decode("utf-8", errors="replace")
+        if self.login is not None:
+            try:
+                self.login(username, parts[2].decode("utf-8", errors="replace"))
+            except LoginRefused as refused:
+                self._refuse(SaslStatus.BAD, str(refused))
+        self.username = username
         self._send(SaslStatus.COMPLETE, b"")
 
     def _receive(self) -> tuple[SaslStatus, bytes]:
@@ -124,15 +152,62 @@ class SaslPlainServerTransport(TTransport.TTransportBase):
         self.transport.flush()
 
 
-def server_transport(connection: socket.socket) -> tuple[TTransport.TTransportBase, str | None]:
-    """The transport an accepted connection's client speaks, opened; and the SASL user name, if any."""
-    first = connection.recv(1, socket.MSG_PEEK)
-    if not first:
-        raise TTransportException(TTransportException.END_OF_FILE, "Client closed the connection before a request")
+class _Replay(TTransport.TTransportBase):
+    """A transport that first returns bytes already read from the one it wraps."""
+
+    def __init__(self, prefix: bytes, transport: TTransport.TTransportBase) -> None:
+        self._prefix = prefix
+        self.transport = transport
+
+    def isOpen(self) -> bool:
+        return bool(self.transport.isOpen())
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def read(self, sz: int) -> bytes:
+        if self._prefix:
+            data, self._prefix = self._prefix[:sz], self._prefix[sz:]
+            return data
+        return bytes(self.transport.read(sz))
+
+    def write(self, buf: bytes) -> None:
+        self.transport.write(buf)
+
+    def flush(self) -> None:
+        self.transport.flush()
+
+
+def server_transport(
+    connection: socket.socket, login: LoginCheck | None = None
+) -> tuple[TTransport.TTransportBase, str | None]:
+    """The transport an accepted (possibly TLS) connection's client speaks, opened; and the SASL user
+    name, if any. With ``login``, only SASL PLAIN clients whose login it accepts get a transport."""
     raw = TSocket.TSocket()
     raw.setHandle(connection)
+    first = raw.read(1)  # raises END_OF_FILE if the client closed without a byte
+    stream = _Replay(first, raw)
     if first[0] == SaslStatus.START:
-        sasl = SaslPlainServerTransport(TTransport.TBufferedTransport(raw))
+        sasl = SaslPlainServerTransport(TTransport.TBufferedTransport(stream), login)
         sasl.negotiate()
         return sasl, sasl.username
-    return TTransport.TBufferedTransport(raw), None
+    transport = TTransport.TBufferedTransport(stream)
+    if login is not None:
+        _answer_password_needed(transport)
+    return transport, None
+
+
+def _answer_password_needed(transport: TTransport.TTransportBase) -> NoReturn:
+    """Answer a NOSASL client's first call with an exception that says a password is needed; close."""
+    try:
+        protocol = TBinaryProtocol.TBinaryProtocol(transport)
+        name, _, seqid = protocol.readMessageBegin()
+        protocol.writeMessageBegin(name, TMessageType.EXCEPTION, seqid)
+        TApplicationException(TApplicationException.UNKNOWN, PASSWORD_NEEDED).write(protocol)
+        protocol.writeMessageEnd()
+        transport.flush()
+    except Exception:  # not a Thrift call, or the client left: nothing to answer
+        pass
+    finally:
+        transport.close()
+    raise TTransportException(TTransportException.NOT_OPEN, "NOSASL client refused: logins need a password")
