@@ -23,7 +23,8 @@ $(VENV)/.installed: $(VENV)/.runtime
 	touch $@
 
 # What the tests need from the system besides Java: PostgreSQL and its JDBC driver (for the
-# PostgreSQL-backed metastore tests). Installed with apt when we may; otherwise those tests skip.
+# PostgreSQL-backed metastore tests) and headless Chromium (for the commit timeline page). Installed
+# with apt when we may; otherwise those tests skip.
 system-deps:
 	@bash .ci/system-deps.sh
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Install the system packages the tests use besides Java: PostgreSQL server and its JDBC driver, and
-# openssl (the gateway's TLS tests make their certificate with it).
+# openssl (the gateway's TLS tests make their certificate with it), and headless Chromium (renders the
+# commit timeline page).
 set -euo pipefail
 need=()
 [ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v openssl >/dev/null || need+=(openssl)
+command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-  echo "system-deps: missing ${need[*]} and cannot apt-get install them; PostgreSQL tests will skip" >&2
+  echo "system-deps: missing ${need[*]} and cannot apt-get install them; the tests needing them will skip" >&2
   exit 0
 fi
 echo "system-deps: installing ${need[*]}" >&2

@@ -109,10 +109,17 @@ def _commits(args: argparse.Namespace) -> int:
 
     path = resolve_table_path(args.table, args.metastore_uri)
     _reach_storage(path, args.conf)
+    entries = commit_log_entries(path, args.query)
+    if args.html:
+        from sqlext.timeline import render_html
+
+        Path(args.html).write_text(render_html(args.table, entries), encoding="utf-8")
+        print(f"timeline of {len(entries)} batches of {args.table} written to {Path(args.html).resolve()}")
+        return 0
     inserts = describe_inserts(path, args.query, as_json=args.json)
     if inserts:
         print(inserts)
-    print(render(commit_log_entries(path, args.query), as_json=args.json))
+    print(render(entries, as_json=args.json))
     return 0
 
 
@@ -339,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
     commits.add_argument("--query", help="only this writing query")
     commits.add_argument("--json", action="store_true", help="one JSON object per batch")
+    commits.add_argument(
+        "--html", metavar="FILE", help="write a self-contained page drawing the batches and partition commits"
+    )
     commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     commits.add_argument("--conf", action="append", metavar="KEY=VALUE", help=STORAGE_CONF_HELP)
     commits.set_defaults(handler=_commits)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.paths import default_home, packaged_sql_dir
-from sqlext.sink.commitlog import LogEntry
+from sqlext.timeline import PartitionCommit, partition_commits
 
 DEMO_FILE = "demo.sql"
 DEMO_TABLE_PATH = "file:///tmp/sqlext-demo/events_by_hour"
@@ -73,11 +72,12 @@ def _report(uri: str, table_dir: Path, settings: MetastoreSettings) -> None:
         )
         print(
             f"  {name}: {rows:>5} rows, {partition.parameters.get('numFiles')} files, {success}; "
-            f"{describe_commits(commits.get(name, []))}"
+            f"committed {describe_commits(commits[name])}"
         )
     print(f"  total: {total} rows\n")
     print("where to look:")
     print("  commit log:   sqlext commits demo.events_by_hour --metastore-uri " + uri)
+    print("  its picture:  sqlext commits demo.events_by_hour --html timeline.html --metastore-uri " + uri)
     print(f"  files:        {table_dir}")
     print(f"  metastore:    {uri} (table demo.events_by_hour)")
     print(f"  query it:     sqlext thriftserver start --conf spark.sqlext.metastore.uris={uri}")
@@ -88,33 +88,19 @@ def _report(uri: str, table_dir: Path, settings: MetastoreSettings) -> None:
     print(f"  stop:         sqlext metastore stop --home {settings.home} --port {settings.port}")
 
 
-@dataclass(frozen=True)
-class PartitionCommit:
-    """One commit of a partition by a batch, with the watermark that batch ran with."""
-
-    batch: int
-    watermark_ms: int | None
-
-
-def partition_commits(entries: list[LogEntry]) -> dict[str, list[PartitionCommit]]:
-    """Partition path -> the batches that committed it, in order. A partition committed at the end of the
-    bounded input (no batch's watermark passed it) has no entry."""
-    commits: dict[str, list[PartitionCommit]] = {}
-    for entry in sorted(entries, key=lambda e: e.batch):
-        for partition in entry.committed_partitions:
-            commits.setdefault(partition, []).append(PartitionCommit(entry.batch, entry.watermark_ms))
-    return commits
-
-
 def describe_commits(commits: list[PartitionCommit]) -> str:
     """``committed in batch 5 (watermark ...)``, later commits named as late data."""
-    if not commits:
-        return "committed at the end of input (no watermark passed it)"
     first, *late = commits
-    text = f"committed in batch {first.batch} (watermark {_utc(first.watermark_ms)})"
+    text = _describe(first)
     for again in late:
-        text += f"; late data, committed again in batch {again.batch} (watermark {_utc(again.watermark_ms)})"
+        text += f"; late data, committed again {_describe(again)}"
     return text
+
+
+def _describe(commit: PartitionCommit) -> str:
+    if commit.batch is None:
+        return "at the end of input (no watermark passed it)"
+    return f"in batch {commit.batch} (watermark {_utc(commit.watermark_ms)})"
 
 
 def _utc(millis: int | None) -> str:

@@ -17,6 +17,7 @@ Hive and every Hadoop-style reader skip it when they list the table.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -65,6 +66,12 @@ class LogEntry:
     #: Compaction only: where HMS readers read the partition while its files are swapped (None: it
     #: was not in the HMS, so no reader could see the swap).
     view: str | None = None
+    #: When the batch reached ``completed`` (epoch ms; None in entries written before it was recorded).
+    completed_ms: int | None = None
+    #: Partitions committed after this batch, by no batch: at the end of the bounded input or by a tick
+    #: (a process-time delay passing between batches); partition path -> when (epoch ms). Recorded on the
+    #: query's latest entry, so that the log says when every partition was committed.
+    committed_later: dict[str, int] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -91,6 +98,8 @@ class LogEntry:
             operation=data.get("operation", "append"),
             merged_from={k: list(v) for k, v in data.get("merged_from", {}).items()},
             view=data.get("view"),
+            completed_ms=data.get("completed_ms"),
+            committed_later={k: int(v) for k, v in data.get("committed_later", {}).items()},
         )
 
 
@@ -132,6 +141,8 @@ class CommitLog:
 
     def transition(self, entry: LogEntry, state: State) -> LogEntry:
         entry.state = state
+        if state is State.COMPLETED:
+            entry.completed_ms = int(time.time() * 1000)
         self.write(entry)
         return entry
 

@@ -389,10 +389,22 @@ class BatchCommitter:
                 self.trigger.committed(p.path for p in ready)
             self.save_state()
             committed = [p.path for p in ready]
-            if entry is not None and committed:
-                entry.committed_partitions = sorted({*entry.committed_partitions, *committed})
-                self.log.write(entry)
+            if committed:
+                self._record_commits(entry, committed, now_ms)
             return committed
+
+    def _record_commits(self, entry: LogEntry | None, committed: list[str], now_ms: int) -> None:
+        """Say in the commit log which partitions were committed: by the batch ``entry``, or, with no batch
+        (end of input, a tick), on the query's latest entry with the time."""
+        if entry is None:
+            last = self.log.last_batch(self.query_name)
+            entry = self.log.get(self.query_name, last) if last is not None else None
+            if entry is None:
+                return
+            entry.committed_later.update(dict.fromkeys(committed, now_ms))
+        else:
+            entry.committed_partitions = sorted({*entry.committed_partitions, *committed})
+        self.log.write(entry)
 
     def end_of_input(self) -> list[str]:
         """Commit every pending partition (Flink's end-of-input rule for bounded inserts).
