@@ -223,10 +223,8 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
     prepared = prepare(plan.checkpoint_location, identity, start_mode, lambda: _sink_has_log(sink, query_name))
     try:
         table_path = _table_path(sink)
-        if table_path:
-            if not prepared.resumed:
-                set_aside_commit_log(table_path, query_name)
-            record_in_table(table_path, prepared)
+        if table_path and not prepared.resumed:
+            set_aside_commit_log(table_path, query_name)
         log.info(
             "%s: %s checkpoint %s (%s)",
             query_name,
@@ -240,6 +238,11 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
         raise
     STARTED[str(query.id)] = prepared
     prepared.lease.keep_while(partial(_insert_alive, query), partial(_stop_insert, query))
+    if table_path:
+        try:
+            record_in_table(table_path, prepared)
+        except Exception as exc:  # only what `sqlext commits` shows; the insert runs on
+            log.warning("%s: could not record its checkpoint in %s: %s", query_name, table_path, exc)
     return spark.createDataFrame(
         [(str(query.id), query_name, str(sink.identifier))], "job_id STRING, job_name STRING, sink STRING"
     )

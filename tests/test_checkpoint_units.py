@@ -255,3 +255,24 @@ def test_a_lease_taken_over_is_noticed_at_the_next_renewal(tmp_path: Path) -> No
     assert not lease.renew() and lease.lost
     lease.release()
     assert ls.read_lease(FileSystem(tmp_path.as_uri()), tmp_path.as_uri()).token == "the-new-writer"  # type: ignore[union-attr]
+
+
+def test_an_old_default_checkpoint_moves_to_its_metastores_dir_only_when_its_sink_logged_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sqlext.insert import _move_legacy_checkpoint
+    from tests.support.tables import keyed_table
+
+    monkeypatch.setenv("SQLEXT_HOME", str(tmp_path / "home"))
+    legacy = tmp_path / "home" / "checkpoints" / "insert_ck_events"
+    new = tmp_path / "home" / "checkpoints" / "127.0.0.1_9083" / "insert_ck_events"
+    _spark_progress(legacy)
+    sink = keyed_table("ck", "events", tmp_path / "events")
+
+    _move_legacy_checkpoint(sink, "insert_ck_events", new.as_uri())
+    assert legacy.is_dir() and not new.exists(), "a sink without this insert's batches: not its checkpoint"
+
+    table = (tmp_path / "events").as_uri()
+    CommitLog(FileSystem(table), table).write(LogEntry("insert_ck_events", 0, State.COMPLETED))
+    _move_legacy_checkpoint(sink, "insert_ck_events", new.as_uri())
+    assert (new / "offsets" / "0").is_file() and not legacy.exists()
