@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from sqlext.config import SqlextConfig
 from sqlext.errors import TableNotFoundError
 from sqlext.fs import FileSystem, normalize
 from sqlext.metastore.client import MetastoreClient
@@ -13,16 +12,15 @@ from sqlext.sink.commitlog import CommitLog, LogEntry
 from sqlext.table import TableIdentifier
 
 
-def resolve_table_path(target: str, metastore_uri: str | None) -> str:
+def resolve_table_path(target: str, metastore_uri: str) -> str:
     """A table path URI as given, or the location of ``db.table`` in the metastore."""
     if "://" in target or target.startswith(("/", "file:")):
         return normalize(target)
-    uri = metastore_uri or SqlextConfig.load().metastore_uris or SqlextConfig.load().metastore_settings().uri
     ident = TableIdentifier.parse(target)
-    with MetastoreClient(uri) as client:
+    with MetastoreClient(metastore_uri) as client:
         table = client.get_table(ident.database, ident.name)
     if table is None:
-        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {uri}.")
+        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {metastore_uri}.")
     return normalize(table.sd.location)
 
 

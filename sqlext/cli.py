@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlext import thriftserver
-from sqlext.config import SqlextConfig
+from sqlext.config import METASTORE_URIS, SqlextConfig
 from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 Command = Callable[[argparse.Namespace], int]
 
-STORAGE_CONF_HELP = "Spark conf for the table's storage, e.g. spark.hadoop.fs.s3a.endpoint=... (repeatable)"
+CONF_HELP = (
+    "Spark conf, repeatable: spark.sqlext.* (over the conf file's), spark.hadoop.* for the tables' storage, any spark.*"
+)
 
 
 def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
@@ -75,7 +77,7 @@ def _metastore_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reach_storage(location: str, pairs: Sequence[str] | None) -> None:
+def _reach_storage(location: str, command_conf: Mapping[str, str]) -> None:
     """Make a table's filesystem reachable from this CLI process, with the Spark conf's Hadoop keys.
 
     ``file:`` tables are served by pyarrow. Any other scheme (``hdfs://``, ``viewfs://``, ``s3a://``, ...) by
@@ -91,7 +93,7 @@ def _reach_storage(location: str, pairs: Sequence[str] | None) -> None:
     from sqlext.fs import BACKEND_ENV
 
     path = conf_file()
-    conf = {**(read_conf_file(path) if path.is_file() else {}), **_parse_conf(pairs)}
+    conf = {**(read_conf_file(path) if path.is_file() else {}), **command_conf}
     arrowfs.configure(conf)
     if (urlparse(location).scheme or "file") == "file" or os.environ.get(BACKEND_ENV, "").lower() == "pyarrow":
         return
@@ -107,8 +109,9 @@ def _reach_storage(location: str, pairs: Sequence[str] | None) -> None:
 def _commits(args: argparse.Namespace) -> int:
     from sqlext.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
-    path = resolve_table_path(args.table, args.metastore_uri)
-    _reach_storage(path, args.conf)
+    conf = _command_conf(args)
+    path = resolve_table_path(args.table, _metastore_uri(conf))
+    _reach_storage(path, conf)
     entries = commit_log_entries(path, args.query)
     if args.html:
         from sqlext.timeline import render_html
@@ -138,11 +141,10 @@ def _compact(args: argparse.Namespace) -> int:
         grace = parse_duration(args.reader_grace) if args.reader_grace else DEFAULT_READER_GRACE
     except ValueError as exc:
         raise SqlextError(f"--reader-grace '{args.reader_grace}' is not {DURATION_FORM}.") from exc
-    config = SqlextConfig.load()
-    uri = args.metastore_uri or config.metastore_uris or config.metastore_settings().uri
-    with MetastoreClient(uri) as client:
+    conf = _command_conf(args)
+    with MetastoreClient(_metastore_uri(conf)) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
-        _reach_storage(table.options.get("path", ""), args.conf)
+        _reach_storage(table.options.get("path", ""), conf)
         summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
     print(
         f"{table.identifier}: {summary.compacted} of {summary.partitions} partition(s) compacted, "
@@ -159,6 +161,21 @@ def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
             raise SqlextError(f"Invalid --conf '{pair}': expected key=value.")
         conf[key.strip()] = value.strip()
     return conf
+
+
+def _command_conf(args: argparse.Namespace) -> dict[str, str]:
+    """A command's ``--conf`` pairs, with ``--metastore-uri`` as ``spark.sqlext.metastore.uris``."""
+    conf = _parse_conf(args.conf)
+    if args.metastore_uri:
+        conf[METASTORE_URIS] = args.metastore_uri
+    return conf
+
+
+def _metastore_uri(conf: Mapping[str, str]) -> str:
+    """The metastore a command reaches: ``--metastore-uri`` / ``--conf`` / the conf file, else the embedded one's
+    address (not started: commands that only read say so when it does not answer)."""
+    config = SqlextConfig.load(conf)
+    return config.metastore_uris or config.metastore_settings().uri
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:
@@ -189,7 +206,7 @@ def _control_server(action: str, label: str, settings: ServerSettings, control: 
 
 
 def _thriftserver(args: argparse.Namespace) -> int:
-    conf = _parse_conf(args.conf)
+    conf = _command_conf(args)
     hiveconf = _parse_conf(args.hiveconf)
     port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
     settings = ThriftServerSettings(
@@ -207,7 +224,7 @@ def _thriftserver(args: argparse.Namespace) -> int:
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    conf = _parse_conf(args.conf)
+    conf = _command_conf(args)
     if args.insecure_no_auth:
         conf[INSECURE_NO_AUTH] = "true"
     if args.action == "passwd":
@@ -272,7 +289,7 @@ def _run(args: argparse.Namespace) -> int:
     from sqlext.config import SESSION_PREFIX
     from sqlext.runner import run_file
 
-    conf = _parse_conf(args.conf)
+    conf = _command_conf(args)
     if args.fresh:
         conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
     return run_file(args.file, conf)
@@ -302,6 +319,16 @@ def _demo(args: argparse.Namespace) -> int:
     from sqlext.demo import run_demo
 
     return run_demo(args)
+
+
+def _add_conf_flags(parser: argparse.ArgumentParser) -> None:
+    """The one way every command that reaches the metastore or Spark is configured (see ``CONF_HELP``)."""
+    parser.add_argument("--conf", action="append", metavar="KEY=VALUE", help=CONF_HELP)
+    parser.add_argument(
+        "--metastore-uri",
+        metavar="URI",
+        help="shorthand for --conf spark.sqlext.metastore.uris=URI (thrift://host:port)",
+    )
 
 
 def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
@@ -349,8 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     commits.add_argument(
         "--html", metavar="FILE", help="write a self-contained page drawing the batches and partition commits"
     )
-    commits.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
-    commits.add_argument("--conf", action="append", metavar="KEY=VALUE", help=STORAGE_CONF_HELP)
+    _add_conf_flags(commits)
     commits.set_defaults(handler=_commits)
 
     compact = commands.add_parser(
@@ -365,16 +391,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--reader-grace",
         help="how long queries that listed the old files may go on reading them, e.g. '30 s' (default 10 s)",
     )
-    compact.add_argument("--metastore-uri", help="thrift://host:port (default: spark.sqlext.metastore.uris)")
     compact.add_argument("--quiet", action="store_true", help="no progress bar")
-    compact.add_argument("--conf", action="append", metavar="KEY=VALUE", help=STORAGE_CONF_HELP)
+    _add_conf_flags(compact)
     compact.set_defaults(handler=_compact)
 
     server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
     server.add_argument("action", choices=["start", "stop", "status"])
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    server.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    _add_conf_flags(server)
     server.add_argument(
         "--hiveconf",
         action="append",
@@ -399,7 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     gateway.add_argument("--port", type=int, help="port (default 10010)")
     gateway.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     gateway.add_argument("--home", help="directory for the pid file and log (default $SQLEXT_HOME/gateway)")
-    gateway.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    _add_conf_flags(gateway)
     gateway.add_argument(
         "--users-file", help="passwd: the users file (default spark.sqlext.gateway.authentication.file)"
     )
@@ -412,7 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")
     run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")
-    run.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark conf, spark.sqlext.* included")
+    _add_conf_flags(run)
     run.add_argument(
         "--fresh",
         action="store_true",
