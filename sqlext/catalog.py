@@ -21,6 +21,7 @@ from typing import Any
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.errors import TableExistsError, TableNotFoundError, ValidationError
+from sqlext.formats import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
 from sqlext.metastore.client import MetastoreClient
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
@@ -28,41 +29,12 @@ PARAM_PREFIX = "sqlext."
 OPTION_PREFIX = "sqlext.option."
 FORMAT_VERSION = "1"
 
-#: format -> (SerDe, input format, output format, SerDe parameters)
-STORAGE: dict[str, tuple[str, str, str, dict[str, str]]] = {
-    "parquet": (
-        "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
-        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-        "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
-        {},
-    ),
-    "orc": (
-        "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
-        "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
-        "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
-        {},
-    ),
-    # LazySimpleSerDe keeps typed columns (OpenCSVSerde reads every column as a string) and its
-    # field.delim follows 'csv.field-delimiter'; it does not unquote RFC-4180 quoted fields.
-    "csv": (
-        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-        "org.apache.hadoop.mapred.TextInputFormat",
-        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-        {"field.delim": ",", "serialization.format": ","},
-    ),
-    # Spark ships no JSON SerDe: json tables are also described as Spark data source tables (below),
-    # which Spark reads natively; the text descriptor keeps other HMS clients from failing on them.
-    "json": (
-        "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
-        "org.apache.hadoop.mapred.TextInputFormat",
-        "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
-        {},
-    ),
-}
+#: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
+GENERIC_STORAGE = HiveStorage(
+    LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"field.delim": ",", "serialization.format": ","}
+)
 #: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
 SPARK_PROVIDER_FORMATS = ("json",)
-#: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
-GENERIC_STORAGE = STORAGE["csv"]
 
 
 class Catalog:
@@ -217,23 +189,20 @@ def is_sqlext_table(table: ttypes.Table) -> bool:
     return f"{OPTION_PREFIX}connector" in (table.parameters or {})
 
 
-def _storage(table: TableDefinition) -> tuple[str, str, str, dict[str, str]]:
+def _storage(table: TableDefinition) -> HiveStorage:
+    """The descriptor of the table's format (see :mod:`sqlext.formats`); a plain text one without files."""
     fmt = table.options.get("format", "")
-    if table.connector == "filesystem" and fmt in STORAGE:
-        serde, input_format, output_format, params = STORAGE[fmt]
-        if fmt == "csv" and "csv.field-delimiter" in table.options:
-            delimiter = table.options["csv.field-delimiter"]
-            params = {"field.delim": delimiter, "serialization.format": delimiter}
-        return serde, input_format, output_format, dict(params)
-    serde, input_format, output_format, params = GENERIC_STORAGE
-    return serde, input_format, output_format, dict(params)
+    if table.connector == "filesystem" and fmt in ("parquet", "orc", "csv", "json"):
+        prefix = f"{fmt}."
+        return hive_storage(fmt, {k[len(prefix) :]: v for k, v in table.options.items() if k.startswith(prefix)})
+    return GENERIC_STORAGE
 
 
 def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttypes.Table:
     """The HMS table for a definition (``existing``: keep its create time, owner and other params)."""
     from sqlext.types import hive_type
 
-    serde, input_format, output_format, serde_params = _storage(table)
+    storage_format = _storage(table)
     columns = [ttypes.FieldSchema(c.name, hive_type(c.type), c.comment) for c in table.data_columns]
     keys = [
         ttypes.FieldSchema(k, hive_type(table.column(k).type), table.column(k).comment) for k in table.partition_keys
@@ -242,12 +211,14 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     storage = ttypes.StorageDescriptor(
         cols=columns,
         location=location,
-        inputFormat=input_format,
-        outputFormat=output_format,
+        inputFormat=storage_format.input_format,
+        outputFormat=storage_format.output_format,
         compressed=False,
         numBuckets=-1,
         serdeInfo=ttypes.SerDeInfo(
-            name=None, serializationLib=serde, parameters={**serde_params, **_path_param(table)}
+            name=None,
+            serializationLib=storage_format.serde,
+            parameters={**storage_format.parameters, **_path_param(table)},
         ),
         bucketCols=[],
         sortCols=[],

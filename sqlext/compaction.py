@@ -167,11 +167,21 @@ def merge_files(fs: FileSystem, sources: Sequence[SourceFile], target: str, file
     writers.get(file_format, _concatenate)(fs, sources, target)
 
 
+class FilesNotMergeable(CommitError):
+    """A group of files pyarrow cannot rewrite without changing a value; the partition stays as it is."""
+
+
+#: INT96 timestamps (Spark's, microseconds) read as microseconds: as nanoseconds, years after 2262 overflow.
+INT96_UNIT = "us"
+
+
 def _merge_parquet(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
+    """Keep the files' layout: INT96 timestamps stay INT96 (read at Spark's microsecond precision),
+    decimals stay fixed-length byte arrays (pyarrow's default, Hive's layout), the codec stays."""
     import pyarrow.parquet as pq
 
     with fs.open_input(sources[0].status.uri) as handle:
-        first = pq.ParquetFile(handle)
+        first = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT)
         schema, int96, codec = first.schema_arrow, _has_int96(first), _parquet_codec(first)
     with (
         fs.open_output(target) as out,
@@ -179,19 +189,27 @@ def _merge_parquet(fs: FileSystem, sources: Sequence[SourceFile], target: str) -
     ):
         for source in sources:
             with fs.open_input(source.status.uri) as handle:
-                writer.write_table(pq.ParquetFile(handle).read())
+                writer.write_table(pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).read())
 
 
 def _merge_orc(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
+    """pyarrow reads ORC timestamps as nanoseconds only: a file with a timestamp outside 1677-09-21 to
+    2262-04-11 cannot be rewritten, and its group is left as it is (:class:`FilesNotMergeable`)."""
+    import pyarrow as pa
     import pyarrow.orc as orc
 
-    with fs.open_input(sources[0].status.uri) as handle:
-        codec = str(orc.ORCFile(handle).compression).lower()
+    # Whole files in memory: the ORC reader must not outlive an open handle (it aborts the process).
+    codec = str(orc.ORCFile(pa.BufferReader(fs.read_bytes(sources[0].status.uri))).compression).lower()
+    tables = []
+    for source in sources:
+        try:
+            tables.append(orc.ORCFile(pa.BufferReader(fs.read_bytes(source.status.uri))).read())
+        except pa.ArrowInvalid as exc:
+            raise FilesNotMergeable(f"{source.status.uri}: {exc}", value=source.status.uri) from exc
     with fs.open_output(target) as out:
         writer = orc.ORCWriter(out, compression="uncompressed" if codec == "none" else codec)
-        for source in sources:
-            with fs.open_input(source.status.uri) as handle:
-                writer.write(orc.ORCFile(handle).read())
+        for table in tables:
+            writer.write(table)
         writer.close()
 
 
@@ -290,7 +308,13 @@ class Compactor:
             return None
         entry = self._plan(relative, values, location, groups, in_hms)
         self.log.write(entry)
-        self._merge(entry, groups, files)
+        try:
+            self._merge(entry, groups, files)
+        except FilesNotMergeable as exc:
+            log.warning("%s is left as it is: its files cannot be merged without changing a value (%s)", location, exc)
+            self.fs.delete_dir(self._work_dir(entry.batch))
+            self.log.discard(entry)
+            return None
         self.log.transition(entry, State.INFLIGHT)
         fault_point("after-merge", entry.batch)
         return entry

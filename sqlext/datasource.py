@@ -36,6 +36,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import TableNotFoundError, ValidationError
+from sqlext.formats import CsvTextForm
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import RetryPolicy
 from sqlext.options import parse_duration
@@ -176,7 +177,8 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
         name = f"part-{uuid.uuid4().hex}.{extension}"
         uri = join(staging, name)
         with fs.open_output(uri) as out:
-            _write_format(self.settings.format, data, out)
+            form = CsvTextForm.from_options(self.settings.format_options) if self.settings.format == "csv" else None
+            _write_format(self.settings.format, data, out, form)
         return StagedFile(uri, _size(fs, uri), values, data.num_rows)
 
     # -- driver ----------------------------------------------------------------------------------
@@ -242,7 +244,8 @@ def _split_by_keys(rows: Any, keys: tuple[str, ...]) -> Iterator[tuple[list[str 
         yield values, rows.filter(mask)
 
 
-def _write_format(file_format: str, rows: Any, out: Any) -> None:
+def _write_format(file_format: str, rows: Any, out: Any, form: CsvTextForm | None = None) -> None:
+    """One staged file; csv in the table's text form (see :mod:`sqlext.formats`), as the sink writes it."""
     if file_format == "parquet":
         import pyarrow.parquet as pq
 
@@ -251,11 +254,21 @@ def _write_format(file_format: str, rows: Any, out: Any) -> None:
     elif file_format == "orc":
         import pyarrow.orc as orc
 
-        orc.write_table(rows, out)
+        orc.write_table(_naive_timestamps(rows), out)
     else:
-        import pyarrow.csv as csv
+        out.write(form.encode_rows(rows) if form else b"")
 
-        csv.write_csv(rows, out, csv.WriteOptions(include_header=False))
+
+def _naive_timestamps(rows: Any) -> Any:
+    """Zoned timestamps as UTC wall-clock ones: pyarrow writes zoned ones as ORC ``TIMESTAMP_INSTANT``, a
+    type Hive 2.3's ORC reader does not know; a plain ORC ``TIMESTAMP`` written in UTC is the same instant."""
+    import pyarrow as pa
+
+    for index, column in enumerate(rows.schema):
+        if pa.types.is_timestamp(column.type) and column.type.tz is not None:
+            naive = rows.column(index).cast(pa.timestamp(column.type.unit))
+            rows = rows.set_column(index, pa.field(column.name, naive.type, column.nullable), naive)
+    return rows
 
 
 def _size(fs: FileSystem, uri: str) -> int:

@@ -116,6 +116,18 @@ INVALID = [
     (_table(partitioned="PARTITIONED BY (x)"), ValidationError, "Partition key 'x'"),
     (_table(columns="a INT, a STRING"), ValidationError, "declares column(s) a twice"),
     (_table(columns="a GEOMETRY"), ValidationError, "Unsupported type"),
+    (
+        _table(columns="a INT, m MAP<STRING, INT>", format="csv"),
+        ValidationError,
+        "Column 'm' has type MAP<STRING, INT>, which format 'csv' cannot hold",
+    ),
+    (
+        _table(columns="a INT, r ROW<x INT>", format="csv"),
+        ValidationError,
+        "Column 'r' has type ROW<`x` INT>, which format 'csv' cannot hold",
+    ),
+    (_table(format="csv", **{"csv.field-delimiter": "ab"}), OptionError, "must be a single character"),
+    (_table(format="csv", **{"csv.escape-character": ","}), OptionError, "must differ from each other"),
     (_table(columns="a INT, f STRING METADATA FROM 'file.owner'"), OptionError, "unknown metadata 'file.owner'"),
     (_table(columns="a INT, ts TIMESTAMP(3), WATERMARK FOR nope AS nope"), ValidationError, "Watermark column 'nope'"),
     (

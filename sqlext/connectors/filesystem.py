@@ -15,7 +15,9 @@ As a source:
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
-- format options lose their prefix and take Spark's names (see :func:`reader_options`);
+- csv is read as text lines and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
+  :class:`sqlext.formats.CsvTextForm`), which also takes Flink's quoted fields; json options lose their
+  prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
   that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
@@ -33,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors import filesystem_options as fso
 from sqlext.errors import OptionError
+from sqlext.formats import CsvTextForm, check_columns
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SinkContext, SourceContext
 from sqlext.table import Column, TableDefinition
@@ -81,7 +84,11 @@ class FileSystemTableFactory(ConnectorFactory):
         ``custom`` kind, and metadata columns the connector offers."""
         super().validate(table)
         options = Options(table.options)
-        _check_format_options(table.options, options.require(fso.FORMAT))
+        fmt = options.require(fso.FORMAT)
+        _check_format_options(table.options, fmt)
+        check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
+        if fmt == "csv":
+            CsvTextForm.from_options(options.with_prefix("csv."))
         if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
             fso.COMMIT_POLICY_CLASS
         ):
@@ -122,8 +129,11 @@ class FileSystemTableFactory(ConnectorFactory):
                 reader_opts["maxFilesPerTrigger"] = str(max_files)
         else:
             reader = context.spark.read
-        schema = _read_schema(table)
-        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
+        if fmt == "csv":
+            frame = _read_csv_text(context.spark, reader, table, options, reader_opts)
+        else:
+            schema = _read_schema(table)
+            frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
         pattern = options.get(fso.SOURCE_PATH_REGEX)
         if pattern:
             frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
@@ -165,6 +175,49 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
         else:
             mapped[_RENAMED.get(key, key)] = value
     return mapped
+
+
+def _read_csv_text(
+    spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
+) -> DataFrame:
+    """csv files as text lines, parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`).
+    Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv reader
+    does, any other column named like such a directory)."""
+    from pyspark.sql import functions as F
+
+    from sqlext.formats import CsvTextForm
+
+    form = CsvTextForm.from_options(options.with_prefix("csv."))
+    path = options.require(fso.PATH)
+    from_dirs = _directory_columns(spark, path, table)
+    dir_columns = [c for c in table.physical_columns if _is_partition_key(c, table) or c.name.lower() in from_dirs]
+    data = [(c.name, _spark_type(c.type)) for c in table.physical_columns if c not in dir_columns]
+    schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
+    passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger")}
+    lines = reader.format("text").schema(schema).options(**passed).load(path)
+    if form.allow_comments:
+        lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
+    fields, parsed = form.parse(F.col("value"), data)
+    others = [
+        F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
+        for c in dir_columns
+    ]
+    frame = lines.select(*fields, *others, F.col("_metadata"), parsed.alias("__sqlext_parsed"))
+    if form.ignore_parse_errors:
+        frame = frame.where(F.col("__sqlext_parsed"))
+    return frame.drop("__sqlext_parsed")
+
+
+def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str]:
+    """Lower-case names of the table's columns that Spark finds as ``k=v`` directories under ``path``."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        found = spark.read.format("text").load(path).columns
+    except AnalysisException:  # no such path yet: only the declared partition keys
+        return set()
+    names = {c.name.lower() for c in table.physical_columns}
+    return {name.lower() for name in found if name != "value" and name.lower() in names}
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:

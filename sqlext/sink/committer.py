@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from sqlext.compaction import Compactor
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
+from sqlext.formats import prepare_write
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
@@ -218,10 +219,13 @@ class BatchCommitter:
             )
         elif keys and self.settings.shuffle_by_partition:
             writer_input = writer_input.repartition(*keys)
-        writer = writer_input.write.format(self.settings.format).mode("overwrite")
+        # Each format in the form every reader of the table's HMS descriptor reads (sqlext.formats).
+        frame, spark_format, options = prepare_write(
+            self.settings.format, self.settings.format_options, writer_input, keys
+        )
+        writer = frame.write.format(spark_format).mode("overwrite")
         if keys:
             writer = writer.partitionBy(*keys)
-        options = dict(self.settings.format_options)
         if self.settings.rolling_file_size:
             options["maxRecordsPerFile"] = str(max(1, int(self.settings.rolling_file_size / self._bytes_per_row)))
         writer.options(**options).save(staging)

@@ -1,0 +1,409 @@
+"""The file formats as every HMS reader reads them back: the descriptor each format gets in the HMS
+(SerDe, input/output formats, SerDe parameters), how sqlext writes its files, and how sqlext's own
+source reads csv text.
+
+What every reader of a table's HMS descriptor must read back exactly is what was written, so each
+format is written in the form its Hive SerDe reads (Spark, Trino and Flink read that form too):
+
+- **parquet**: Spark's writer with ``spark.sql.parquet.writeLegacyFormat=true`` (Hive's layout: decimals
+  as fixed-length byte arrays, lists and maps as Hive 2 reads them) and INT96 timestamps, given per
+  write (never the session's setting). pyarrow rewrites keep the layout of the files they merge.
+- **orc**: Spark's orc writer, as is.
+- **csv**: text in Hive's ``LazySimpleSerDe`` form (see :class:`CsvTextForm`): no quoting, the escape
+  character before the delimiter, itself, the quote character, and ``\\n``/``\\r`` for line breaks
+  (``serialization.escape.crlf``), NULL as the null literal, Hive's text forms of values.
+- **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
+  SerDes and Flink's json ``SQL`` standard read), decimals as numbers, bytes in base64, NULL fields as
+  ``null``; the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark reads through the
+  table's provider parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from sqlext.errors import OptionError, ValidationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame
+
+TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
+LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+#: The JSON SerDe Hive 3/4 (hive-hcatalog-core) and Trino both know; not shipped in pyspark's Hive 2.3 jars.
+JSON_SERDE = "org.apache.hive.hcatalog.data.JsonSerDe"
+
+#: Spark writer options that make parquet files Hive's SerDe reads (decimals, lists, maps; INT96 times).
+PARQUET_WRITE_OPTIONS = {
+    "spark.sql.parquet.writeLegacyFormat": "true",
+    "spark.sql.parquet.outputTimestampType": "INT96",
+}
+#: Flink json ``timestamp-format.standard`` -> the pattern sqlext writes (Spark's, microseconds).
+JSON_WRITE_TIMESTAMP_FORMATS = {
+    "SQL": "yyyy-MM-dd HH:mm:ss.SSSSSS",
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
+}
+#: Types csv cannot hold (Flink's csv format refuses them too).
+CSV_UNSUPPORTED = ("ARRAY", "MAP", "MULTISET", "ROW")
+
+
+@dataclass(frozen=True)
+class HiveStorage:
+    """What the HMS gets for a format: SerDe, input and output formats, SerDe parameters."""
+
+    serde: str
+    input_format: str
+    output_format: str
+    parameters: dict[str, str]
+
+
+def hive_storage(fmt: str, format_options: Mapping[str, str]) -> HiveStorage:
+    """The HMS descriptor of a filesystem table in ``fmt`` (``format_options``: its ``<fmt>.*`` options,
+    prefix stripped)."""
+    if fmt == "parquet":
+        return HiveStorage(
+            "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+            "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+            "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+            {},
+        )
+    if fmt == "orc":
+        return HiveStorage(
+            "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+            "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+            "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+            {},
+        )
+    if fmt == "json":
+        return HiveStorage(JSON_SERDE, TEXT_INPUT, TEXT_OUTPUT, {})
+    return HiveStorage(LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, CsvTextForm.from_options(format_options).serde())
+
+
+def check_columns(fmt: str, columns: Sequence[tuple[str, str]]) -> None:
+    """Refuse a column whose type the format cannot hold (``columns``: (name, Flink type))."""
+    if fmt != "csv":
+        return
+    for name, flink_type in columns:
+        if flink_type.upper().startswith(CSV_UNSUPPORTED):
+            raise ValidationError(
+                f"Column '{name}' has type {flink_type}, which format 'csv' cannot hold (csv holds no ARRAY, "
+                "MAP, MULTISET or ROW, as in Flink). Use format 'json', 'parquet' or 'orc', or flatten the column.",
+                value=flink_type,
+            )
+
+
+def _single_char(options: Mapping[str, str], key: str, default: str) -> str:
+    value = options.get(key, default)
+    if len(value) != 1:
+        raise OptionError(f"Option 'csv.{key}' must be a single character, got '{value}'.", option=f"csv.{key}")
+    return value
+
+
+def _enabled(options: Mapping[str, str], key: str) -> bool:
+    return options.get(key, "false").strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class CsvTextForm:
+    """csv text as Hive's ``LazySimpleSerDe`` writes and reads it, from a table's Flink csv options.
+
+    - fields separated by ``field-delimiter`` (default ``,``), never quoted;
+    - the escape character (``escape-character``, default ``\\``; Flink has none by default) before the
+      delimiter, the escape character itself and the quote character; line feed and carriage return as
+      ``\\n`` and ``\\r`` (Hive's ``serialization.escape.crlf``);
+    - NULL as ``null-literal`` (default ``\\N``, Hive's; Flink writes an empty field), so an empty string
+      stays an empty string;
+    - values in Hive's text forms: ``true``/``false``, decimals in plain notation, dates ``yyyy-MM-dd``,
+      timestamps ``yyyy-MM-dd HH:mm:ss[.f...]`` (also what Flink's csv reads), bytes in base64.
+
+    Reading (sqlext's source) also takes what Flink's csv writes with its defaults: a field quoted with
+    ``quote-character`` (``""`` inside for a quote), an empty field of a non-string column as NULL.
+    """
+
+    delimiter: str = ","
+    escape: str = "\\"
+    quote: str | None = '"'
+    null_literal: str = "\\N"
+    ignore_parse_errors: bool = False
+    allow_comments: bool = False
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> CsvTextForm:
+        """From a table's ``csv.*`` options (prefix stripped)."""
+        quote = None if _enabled(options, "disable-quote-character") else _single_char(options, "quote-character", '"')
+        form = cls(
+            delimiter=_single_char(options, "field-delimiter", ","),
+            escape=_single_char(options, "escape-character", "\\"),
+            quote=quote,
+            null_literal=options.get("null-literal", "\\N"),
+            ignore_parse_errors=_enabled(options, "ignore-parse-errors"),
+            allow_comments=_enabled(options, "allow-comments"),
+        )
+        special = {"field-delimiter": form.delimiter, "escape-character": form.escape}
+        if form.quote is not None:
+            special["quote-character"] = form.quote
+        if len(set(special.values())) != len(special) or set(special.values()) & {"\n", "\r"}:
+            raise OptionError(
+                "csv options: the field delimiter, escape and quote characters must differ from each other and "
+                f"from line breaks; got {', '.join(f'{k}={v!r}' for k, v in special.items())}.",
+                option="csv.escape-character",
+            )
+        return form
+
+    def serde(self) -> dict[str, str]:
+        """LazySimpleSerDe's parameters for this form."""
+        return {
+            "field.delim": self.delimiter,
+            "serialization.format": self.delimiter,
+            "escape.delim": self.escape,
+            "serialization.escape.crlf": "true",
+            "serialization.null.format": self.null_literal,
+        }
+
+    # -- writing ------------------------------------------------------------------------------------
+
+    def escape_text(self, value: SparkColumn) -> SparkColumn:
+        """A string column with this form's escapes (the escape character first, so none is doubled twice)."""
+        from pyspark.sql import functions as F
+
+        escaped = F.replace(value, F.lit(self.escape), F.lit(self.escape * 2))
+        for special in (self.delimiter, *((self.quote,) if self.quote else ())):
+            escaped = F.replace(escaped, F.lit(special), F.lit(self.escape + special))
+        escaped = F.replace(escaped, F.lit("\n"), F.lit(self.escape + "n"))
+        return F.replace(escaped, F.lit("\r"), F.lit(self.escape + "r"))
+
+    def line(self, frame: DataFrame, columns: Sequence[str]) -> SparkColumn:
+        """One text line per row of ``frame``: its ``columns`` in this form."""
+        from pyspark.sql import functions as F
+
+        fields = []
+        types = dict(frame.dtypes)
+        for name in columns:
+            value = F.col(f"`{name}`")
+            kind = types[name]
+            if kind == "binary":  # Spark's base64 may wrap lines as MIME does; Hive's reader wants one line
+                text = F.regexp_replace(F.base64(value), "[\\r\\n]", "")
+            elif kind == "string":
+                text = value
+            else:
+                text = value.cast("string")
+            fields.append(F.coalesce(self.escape_text(text), F.lit(self.null_literal)))
+        return F.concat_ws(self.delimiter, *fields)
+
+    # -- reading ------------------------------------------------------------------------------------
+
+    def _pattern(self) -> str:
+        """A Java regex matching the delimiter before a field, and the field (group 1)."""
+        d, e = _regex_char(self.delimiter), _regex_char(self.escape)
+        unquoted = f"(?:[^{e}{d}]|{e}.)*"
+        if self.quote is None:
+            return f"(?s){d}({unquoted})"
+        q = _regex_char(self.quote)
+        return f"(?s){d}({q}(?:[^{q}]|{q}{q})*{q}(?={d}|$)|{unquoted})"
+
+    def unescape(self, raw: SparkColumn) -> SparkColumn:
+        """A raw unquoted field without its escapes (``\\n`` and ``\\r``: line breaks)."""
+        from pyspark.sql import functions as F
+
+        e = self.escape
+        tokens = F.regexp_extract_all(raw, F.lit(f"(?s)({_regex_char(e)}.|.)"), 1)
+
+        def decode(token: SparkColumn) -> SparkColumn:
+            return (
+                F.when(token == F.lit(e + "n"), F.lit("\n"))
+                .when(token == F.lit(e + "r"), F.lit("\r"))
+                .when(F.length(token) == 2, F.substring(token, 2, 1))
+                .otherwise(token)
+            )
+
+        return F.when(F.instr(raw, e) == 0, raw).otherwise(F.array_join(F.transform(tokens, decode), ""))
+
+    def parse(self, lines: SparkColumn, types: Sequence[tuple[str, str]]) -> tuple[list[SparkColumn], SparkColumn]:
+        """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and whether the
+        line parsed. A line with another number of fields, or a field that is not of its type, fails the
+        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row)."""
+        from pyspark.sql import functions as F
+
+        fields = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
+        parsed = F.size(fields) == F.lit(len(types))
+        if not self.ignore_parse_errors:
+            message = F.concat(F.lit(f"csv line without {len(types)} fields: "), F.substring(lines, 1, 200))
+            fields = F.when(parsed, fields).otherwise(F.raise_error(message))
+        columns = []
+        for index, (name, kind) in enumerate(types):
+            is_null, value = self._typed(F.get(fields, index), kind)
+            columns.append(F.when(is_null, F.lit(None).cast(kind)).otherwise(value).alias(name))
+            parsed = parsed & (is_null | value.isNotNull())
+        return columns, parsed
+
+    def _typed(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
+        """(is NULL, value) of one raw field; with ``ignore_parse_errors`` a bad value is NULL, else it fails."""
+        from pyspark.sql import functions as F
+
+        if self.quote is not None:
+            q = self.quote
+            quoted = F.startswith(raw, F.lit(q)) & F.endswith(raw, F.lit(q)) & (F.length(raw) >= 2)
+            inner = F.replace(F.substring(raw, 2, F.length(raw) - 2), F.lit(q * 2), F.lit(q))
+            text = F.when(quoted, inner).otherwise(self.unescape(raw))
+            is_null = ~quoted & (raw == F.lit(self.null_literal))
+        else:
+            text = self.unescape(raw)
+            is_null = raw == F.lit(self.null_literal)
+        if kind not in ("string", "binary"):
+            is_null = is_null | (raw == F.lit(""))  # Flink writes NULL as an empty field
+        if kind == "string":
+            value = text
+        elif kind == "binary":
+            value = F.unbase64(text) if not self.ignore_parse_errors else F.try_to_binary(text, F.lit("base64"))
+        elif self.ignore_parse_errors:
+            value = text.try_cast(kind)
+        else:
+            value = text.cast(kind)
+        return raw.isNull() | F.coalesce(is_null, F.lit(False)), value
+
+    def encode_value(self, value: Any) -> str:
+        """One Python value (as pyarrow gives it) in this form; the Python twin of :meth:`line`."""
+        if value is None:
+            return self.null_literal
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, bytes):
+            text = base64.b64encode(value).decode("ascii")
+        elif isinstance(value, Decimal):
+            text = format(value, "f")
+        elif isinstance(value, datetime):
+            text = value.replace(tzinfo=None).isoformat(sep=" ")
+            if "." in text:
+                text = text.rstrip("0")
+        else:
+            text = value.isoformat() if isinstance(value, date) else str(value)
+        e = self.escape
+        text = text.replace(e, e * 2).replace(self.delimiter, e + self.delimiter)
+        if self.quote:
+            text = text.replace(self.quote, e + self.quote)
+        return text.replace("\n", e + "n").replace("\r", e + "r")
+
+    def encode_rows(self, rows: Any) -> bytes:
+        """A pyarrow table as lines of this form (timestamps as wall-clock time in their column's zone)."""
+        columns = [rows.column(i).to_pylist() for i in range(rows.num_columns)]
+        lines = (
+            self.delimiter.join(self.encode_value(v) for v in values) + "\n" for values in zip(*columns, strict=True)
+        )
+        return "".join(lines).encode("utf-8")
+
+
+def _regex_char(char: str) -> str:
+    """One character as a Java regex atom (also inside a character class)."""
+    return f"\\x{{{ord(char):x}}}"
+
+
+def prepare_write(
+    fmt: str, format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str]
+) -> tuple[DataFrame, str, dict[str, str]]:
+    """The frame, Spark format and writer options that write ``rows`` in the form every reader of the
+    table's HMS descriptor reads back (see the module docstring)."""
+    if fmt == "parquet":
+        return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
+    if fmt == "csv":
+        from pyspark.sql import functions as F
+
+        form = CsvTextForm.from_options(format_options)
+        data = [name for name in rows.columns if name not in keys]
+        frame = rows.select(form.line(rows, data).alias("value"), *(F.col(f"`{k}`") for k in keys))
+        return frame, "text", {}
+    if fmt == "json":
+        return rows, "json", json_write_options(format_options)
+    return rows, fmt, dict(format_options)
+
+
+def json_write_options(format_options: Mapping[str, str]) -> dict[str, str]:
+    """Spark json writer options from a table's Flink json options."""
+    standard = format_options.get("timestamp-format.standard", "SQL").strip().upper()
+    pattern = JSON_WRITE_TIMESTAMP_FORMATS.get(standard)
+    if pattern is None:
+        raise OptionError(
+            f"Invalid value for option 'json.timestamp-format.standard': '{standard}'. "
+            f"Expected one of: {', '.join(JSON_WRITE_TIMESTAMP_FORMATS)}.",
+            option="json.timestamp-format.standard",
+            value=standard,
+        )
+    return {
+        "timestampFormat": pattern,
+        "timestampNTZFormat": pattern,
+        "dateFormat": "yyyy-MM-dd",
+        "ignoreNullFields": str(_enabled(format_options, "encode.ignore-null-fields")).lower(),
+    }
+
+
+#: What the SerDe parameters of each format's descriptor hold (docs).
+_PARAMETER_NOTES = {
+    "csv": (
+        "`field.delim` and `serialization.format` (`csv.field-delimiter`, default `,`), `escape.delim` "
+        "(`csv.escape-character`, default `\\`), `serialization.escape.crlf` = `true`, "
+        "`serialization.null.format` (`csv.null-literal`, default `\\N`)"
+    ),
+    "json": (
+        "`path`; the table also gets Spark's provider parameters (`spark.sql.sources.provider` = `json`, "
+        "the schema), so Spark reads it with its own json reader"
+    ),
+}
+
+
+def render_reference() -> str:
+    """The file formats section of docs/connectors.md (see :mod:`sqlext.connectors.reference`)."""
+    rows = ["| format | SerDe | input format / output format | SerDe parameters |", "|---|---|---|---|"]
+    for fmt in ("parquet", "orc", "csv", "json"):
+        storage = hive_storage(fmt, {})
+        rows.append(
+            f"| {fmt} | `{storage.serde}` | `{storage.input_format}` / `{storage.output_format}` | "
+            f"{_PARAMETER_NOTES.get(fmt, 'none')} |"
+        )
+    return _REFERENCE.replace("{storage}", "\n".join(rows))
+
+
+_REFERENCE = """## File formats of the filesystem connector
+
+What a filesystem table of each format gets in the HMS, the form sqlext writes its files in, and which
+readers were verified to read back every value exactly (`tests/test_interop.py`: every type sqlext maps,
+NULL in every column, each type's extremes, hostile strings with the delimiter, quotes, backslash, `\\n`,
+`\\r`, tab, `\\x01`, NUL, non-ASCII and the empty string; after a batch insert, a streaming insert, `sqlext
+compact`, and for parquet, orc and csv after `format("sqlext")`).
+
+{storage}
+
+Forms written:
+
+- **parquet**: Hive's layout (Spark's `spark.sql.parquet.writeLegacyFormat=true`, given per write):
+  decimals as fixed-length byte arrays, timestamps as INT96. `format("sqlext")` (pyarrow) writes the
+  same physical types; compaction rewrites keep the layout the files have (INT96 read at microseconds).
+- **orc**: Spark's orc writer (pyarrow for `format("sqlext")`). pyarrow reads ORC timestamps as
+  nanoseconds only, so compaction leaves a partition holding a timestamp outside 1677-09-21 to
+  2262-04-11 as it is (a warning says so).
+- **csv**: Hive's `LazySimpleSerDe` text: fields never quoted; the escape character before the delimiter,
+  itself and the quote character; a line feed / carriage return as `\\n` / `\\r`; NULL as the null literal
+  (so an empty string stays empty); `true`/`false`; decimals in plain notation; dates `yyyy-MM-dd`;
+  timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads too);
+  `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW columns are refused at CREATE TABLE (as
+  Flink's csv refuses them). sqlext's filesystem source reads this form, and also a field quoted with
+  `csv.quote-character` (Flink's default output; `""` for a quote inside) and an empty field of a
+  non-string column as NULL. A quoted value holding a line break is not read (neither does Hive).
+- **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
+  `SQL`, Flink's default; `ISO-8601` writes a `T`), dates `yyyy-MM-dd`, decimals as numbers, bytes in
+  base64, NULL fields as `null` (`json.encode.ignore-null-fields` = `true` omits them).
+
+Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
+`spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's
+filesystem source, for every format; the json Hive SerDe is not run here (pyspark ships Hive 2.3 jars
+without `hive-hcatalog-core`).
+
+Differences from Flink's csv format, on purpose (so Hive reads what sqlext writes): `csv.escape-character`
+defaults to `\\` (Flink: none) and `csv.null-literal` to `\\N` (Flink writes NULL as an empty field), and
+values are never quoted. A Flink DDL reading a sqlext csv table declares `'csv.escape-character' = '\\'`
+and `'csv.null-literal' = '\\N'` to read the same values.
+"""
