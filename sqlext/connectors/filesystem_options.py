@@ -219,7 +219,7 @@ TIME_EXTRACTOR_FORMATTER = ConfigOption(
     STRING,
     None,
     "A date-time pattern (Java DateTimeFormatter letters: yyyy MM dd HH mm ss) for the timestamp built by "
-    "the pattern, e.g. 'yyyyMMdd'. Unset: lenient 'yyyy-M-d[ H:m[:s]]'.",
+    "the pattern, e.g. 'yyyyMMdd'. Unset: 'yyyy-M-d[ H:m:s[.fraction]]', resolved leniently as Flink does.",
 )
 
 AUTO_COMPACTION = ConfigOption(
