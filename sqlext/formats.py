@@ -404,6 +404,12 @@ without `hive-hcatalog-core`).
 
 Differences from Flink's csv format, on purpose (so Hive reads what sqlext writes): `csv.escape-character`
 defaults to `\\` (Flink: none) and `csv.null-literal` to `\\N` (Flink writes NULL as an empty field), and
-values are never quoted. A Flink DDL reading a sqlext csv table declares `'csv.escape-character' = '\\'`
-and `'csv.null-literal' = '\\N'` to read the same values.
+values are never quoted.
+
+Flink, run side by side (`tests/test_flink_files.py`, marker `flink`): sqlext's source reads every value
+Flink's json wrote, and every value Flink's csv wrote except a quoted value holding a line break. Flink's
+own readers do not yet read everything sqlext writes, and the tests keep both cases as expected failures:
+Flink's csv, told `'csv.escape-character' = '\\'` and `'csv.null-literal' = '\\N'`, unescapes the NULL
+literal to `N` before it compares it, so a NULL in a non-string column fails the Flink job; Flink's json
+refuses a `TIMESTAMP_LTZ` written without its `Z` suffix (sqlext writes Hive's `timestamp` form).
 """
