@@ -75,7 +75,13 @@ class LogEntry:
 
     @property
     def rows(self) -> int:
+        """Rows of the files whose count is known (see :attr:`rows_known`)."""
         return sum(f.rows or 0 for f in self.files)
+
+    @property
+    def rows_known(self) -> bool:
+        """Whether every file's rows were counted (not so for compressed csv/json files)."""
+        return all(f.rows is not None for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -199,17 +199,18 @@ class BatchCommitter:
             self.progress.add(entry, len(committed))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
-                "%s: batch %d committed %d rows in %d files to %s; partitions committed: %s (%.2f s); "
-                "totals: %d batches, %d rows, %d files, %d partition commits",
+                "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
+                "totals: %d batches, %d rows%s, %d files, %d partition commits",
                 self.query_name,
                 batch_id,
-                entry.rows,
+                entry.rows if entry.rows_known else "an uncounted number of",
                 len(entry.files),
                 self.settings.path,
                 ", ".join(committed) or "none",
                 time.monotonic() - started,
                 self.progress.batches,
                 self.progress.rows,
+                "" if self.progress.rows_known else " (and uncounted ones)",
                 self.progress.files,
                 self.progress.partitions_committed,
             )
@@ -546,6 +547,8 @@ class InsertProgress:
 
     batches: int = 0
     rows: int = 0
+    #: False once a batch had files whose rows could not be counted (compressed csv/json).
+    rows_known: bool = True
     files: int = 0
     partitions_committed: int = 0
     last_batch: int | None = None
@@ -553,6 +556,7 @@ class InsertProgress:
     def add(self, entry: LogEntry, committed: int) -> None:
         self.batches += 1
         self.rows += entry.rows
+        self.rows_known = self.rows_known and entry.rows_known
         self.files += len(entry.files)
         self.partitions_committed += committed
         self.last_batch = entry.batch

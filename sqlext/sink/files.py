@@ -1,4 +1,4 @@
-"""Data files of a partition: which names readers skip, and row counts from file footers."""
+"""Data files of a partition: which names readers skip, and their row counts."""
 
 from __future__ import annotations
 
@@ -20,8 +20,16 @@ def is_data_file(name: str) -> bool:
     return not name.rsplit("/", 1)[-1].startswith(("_", "."))
 
 
+#: Text formats whose files sqlext writes one row a line (csv escapes line breaks, json lines).
+LINE_FORMATS = ("csv", "json")
+#: Names of compressed text files, whose lines are not counted without decompressing them.
+_COMPRESSED = (".gz", ".bz2", ".deflate", ".snappy", ".lz4", ".zst", ".zstd", ".xz")
+_CHUNK = 1 << 20
+
+
 def count_rows(fs: FileSystem, status: FileStatus, file_format: str) -> int | None:
-    """Rows in a data file from its footer (parquet, orc); None for formats without one."""
+    """Rows in a data file: from its footer (parquet, orc), or its lines (csv, json: one row a line as
+    sqlext writes them); None when it cannot be known (another format, a compressed text file)."""
     try:
         if file_format == "parquet":
             import pyarrow.parquet as pq
@@ -33,9 +41,21 @@ def count_rows(fs: FileSystem, status: FileStatus, file_format: str) -> int | No
 
             with fs.open_input(status.uri) as handle:
                 return int(orc.ORCFile(handle).nrows)
+        if file_format in LINE_FORMATS and not status.relative.lower().endswith(_COMPRESSED):
+            return _count_lines(fs, status)
     except OSError as exc:
-        log.warning("cannot read the footer of %s: %s", status.uri, exc)
+        log.warning("cannot count the rows of %s: %s", status.uri, exc)
     return None
+
+
+def _count_lines(fs: FileSystem, status: FileStatus) -> int:
+    """Lines of a text file; a last line without a line break counts too."""
+    lines, last = 0, b"\n"
+    with fs.open_input(status.uri) as handle:
+        while chunk := handle.read(_CHUNK):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
 
 
 def total_rows(counts: Iterable[int | None]) -> int | None:
@@ -49,5 +69,5 @@ def total_rows(counts: Iterable[int | None]) -> int | None:
 
 
 def count_all_rows(fs: FileSystem, files: Sequence[FileStatus], file_format: str) -> int | None:
-    """Rows in all ``files`` from their footers; None when a file's format has no row count."""
+    """Rows in all ``files`` (see :func:`count_rows`); None when one file's count cannot be known."""
     return total_rows(count_rows(fs, status, file_format) for status in files)
