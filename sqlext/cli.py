@@ -372,7 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     commits = commands.add_parser("commits", help="show a table's commit log (batches, files, partitions)")
     commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
     commits.add_argument("--query", help="only this writing query")
-    commits.add_argument("--json", action="store_true", help="one JSON object per batch")
+    commits.add_argument(
+        "--json", action="store_true", help="one JSON object per insert (key 'insert'), then one per batch ('batch')"
+    )
     commits.add_argument(
         "--html", metavar="FILE", help="write a self-contained page drawing the batches and partition commits"
     )

@@ -10,6 +10,7 @@ and started again; then ``sqlext compact`` and ``sqlext commits`` run on the tab
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -171,8 +172,10 @@ def test_a_streaming_insert_on_a_cluster_over_viewfs_survives_a_kill_then_compac
             timeout=300,
         )
         assert commits.returncode == 0, commits.stderr[-3000:]
-        queries = {line.split('"query": "')[1].split('"')[0] for line in commits.stdout.splitlines() if line}
-        assert queries == {QUERY, "_compaction"}, commits.stdout
+        objects = [json.loads(line) for line in commits.stdout.splitlines() if line]
+        assert {o["query"] for o in objects if "batch" in o} == {QUERY, "_compaction"}, commits.stdout
+        [insert] = [o for o in objects if "insert" in o]  # the insert, its checkpoint on the mount
+        assert insert["insert"] == QUERY and insert["checkpoint"].startswith(f"viewfs://{MOUNT}/x/checkpoints/")
     finally:
         launcher.stop(hms)
 
