@@ -28,9 +28,9 @@ from bench.common import (
     write_result,
 )
 from sqlext.catalog import Catalog
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.metastore.client import MetastoreClient
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.sink import InsertPlan
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 START = datetime(2026, 11, 22)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry
 from sqlext.errors import TableNotFoundError
 from sqlext.fs import FileSystem, normalize
 from sqlext.metastore.client import MetastoreClient
-from sqlext.sink.commitlog import CommitLog, LogEntry
 from sqlext.table import TableIdentifier
 
 

@@ -128,7 +128,7 @@ def _commits(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     from sqlext.catalog import Catalog
-    from sqlext.compaction import DEFAULT_READER_GRACE, compact_table
+    from sqlext.connectors.filesystem.compaction import DEFAULT_READER_GRACE, compact_table
     from sqlext.metastore.client import MetastoreClient
     from sqlext.options import DURATION_FORM, MEMORY_FORM, parse_duration, parse_memory_size
     from sqlext.table import TableIdentifier

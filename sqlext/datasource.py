@@ -3,7 +3,7 @@
 For PySpark users and Spark Declarative Pipelines (``dp.create_sink(name, format="sqlext",
 options={"table": "db.t"})``). The table is a sqlext table created by DDL; its own options drive the
 write (partitioning, rolling, trigger, delay, policies), through the same commit path as ``INSERT INTO``
-(:class:`sqlext.sink.committer.BatchCommitter`).
+(:class:`sqlext.connectors.filesystem.committer.BatchCommitter`).
 
 How it differs from the ``INSERT`` path, and why:
 
@@ -35,14 +35,14 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from sqlext import arrowfs
-from sqlext.connectors import filesystem_options as fso
+from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
+from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.formats import CsvTextForm
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import RetryPolicy
 from sqlext.options import parse_duration
-from sqlext.sink.committer import BatchCommitter, BatchInfo, StagedFile
-from sqlext.sink.settings import SinkSettings
 from sqlext.table import TableDefinition, TableIdentifier
 
 FORMAT_NAME = "sqlext"

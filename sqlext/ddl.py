@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlext.connectors import filesystem_options as fso
+from sqlext.connectors.filesystem import options as fso
 from sqlext.table import Column, TableDefinition
 
 

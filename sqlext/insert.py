@@ -48,7 +48,7 @@ from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem, join, normalize
 from sqlext.lease import Lease
 from sqlext.options import parse_duration
-from sqlext.sink.api import InsertPlan
+from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition, TableIdentifier
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ def _table_path(table: TableDefinition) -> str | None:
 def _sink_has_log(sink: TableDefinition, query_name: str) -> bool:
     """A checkpoint without identity is this insert's when the sink's commit log has its batches (or the
     sink keeps no log to tell)."""
-    from sqlext.sink.commitlog import CommitLog
+    from sqlext.connectors.filesystem.commitlog import CommitLog
 
     path = _table_path(sink)
     return path is None or CommitLog(FileSystem(path), path).last_batch(query_name) is not None
@@ -295,14 +295,14 @@ def _move_legacy_checkpoint(sink: TableDefinition, query_name: str, location: st
 
 
 def _insert_alive(query: Any) -> bool:
-    from sqlext.sink.filesystem import running_insert
+    from sqlext.connectors.filesystem.sink import running_insert
 
     running = running_insert(str(query.id))
     return not running.finished.is_set() if running is not None else bool(query.isActive)
 
 
 def _stop_insert(query: Any) -> None:
-    from sqlext.sink.filesystem import running_insert
+    from sqlext.connectors.filesystem.sink import running_insert
 
     running = running_insert(str(query.id))
     if running is not None:
@@ -320,7 +320,7 @@ def _create_sink(session: Any, table: TableDefinition) -> Any:
 
 def _check_watermark(sink: TableDefinition, has_watermark: bool) -> None:
     if sink.connector == "filesystem":
-        from sqlext.sink.settings import SinkSettings
+        from sqlext.connectors.filesystem.settings import SinkSettings
 
         SinkSettings.from_table(sink).check_partition_time_needs_watermark(has_watermark)
 

@@ -24,14 +24,14 @@ from sqlext.table import TableDefinition
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from sqlext.sink.api import TableSink
+    from sqlext.sink import TableSink
 
 ENTRY_POINT_GROUP = "sqlext.connectors"
 #: Flink's name for what a connector factory is; kept in messages so Flink users recognise them.
 FACTORY_KIND = "DynamicTableFactory"
 
 BUILT_INS = {
-    "filesystem": "sqlext.connectors.filesystem:FileSystemTableFactory",
+    "filesystem": "sqlext.connectors.filesystem.factory:FileSystemTableFactory",
     "datagen": "sqlext.connectors.datagen:DataGenTableFactory",
     "print": "sqlext.connectors.print:PrintTableFactory",
     "blackhole": "sqlext.connectors.print:BlackHoleTableFactory",

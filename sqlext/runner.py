@@ -86,7 +86,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
 
 def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
     """Wait until every started insert ended; SIGTERM/SIGINT stop them cleanly. Exit code 0 or 1."""
-    from sqlext.sink.filesystem import query_ended, running_insert
+    from sqlext.connectors.filesystem.sink import query_ended, running_insert
 
     stop = threading.Event()
 

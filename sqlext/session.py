@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext import parser as p
 from sqlext.config import SESSION_PREFIX, WAREHOUSE, SqlextConfig
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import SqlextError, TableNotFoundError
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
-from sqlext.sink.filesystem import running_insert
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
 
 if TYPE_CHECKING:

@@ -15,9 +15,9 @@ import pytest
 
 from sqlext import checkpoint as ck
 from sqlext import lease as ls
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
 from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem
-from sqlext.sink.commitlog import CommitLog, LogEntry, State
 
 IDENTITY = ck.InsertIdentity(
     pipeline="insert_ck_events",

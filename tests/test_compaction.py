@@ -20,14 +20,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from sqlext.cli import main
-from sqlext.compaction import COMPACTION_WRITER, SourceFile, describe_file, merge_files, plan_groups
+from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.compaction import (
+    COMPACTION_WRITER,
+    SourceFile,
+    describe_file,
+    merge_files,
+    plan_groups,
+)
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.faults import COMPACTION_POINTS, EXIT_CODE
 from sqlext.fs import FileStatus, FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.commitlog import CommitLog, State
-from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
 from tests.support.streams import EVENT_DDL, hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
@@ -260,7 +266,7 @@ def test_merging_policy_compacts_committed_partitions_and_updates_hms_statistics
             # process-time, delay 0: each batch commits its partition again, so the policy compacts
             # partitions that HMS readers already see.
             "sink.partition-commit.policy.kind": "metastore,custom,success-file",
-            "sink.partition-commit.policy.class": "sqlext.compaction.MergingCommitPolicy",
+            "sink.partition-commit.policy.class": "sqlext.connectors.filesystem.compaction.MergingCommitPolicy",
             "sink.partition-commit.policy.class.parameters": "1MB;0 s",  # no reader to wait for
         },
     )

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from sqlext.connectors.filesystem import reader_options
+from sqlext.connectors.filesystem.source import reader_options
 from sqlext.connectors.print import format_row
 from sqlext.errors import OptionError
 from sqlext.registry import SinkContext, SourceContext, find_factory, validate_table
-from sqlext.sink.api import InsertPlan
+from sqlext.sink import InsertPlan
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.waiting import wait_for
 

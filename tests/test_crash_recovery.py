@@ -20,11 +20,11 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import Backend, MetastoreSettings
-from sqlext.sink.commitlog import CommitLog
 from tests.support.services import BackendMetastore
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed, create_in_hms, events_table

@@ -14,13 +14,13 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.datasource import SqlextDataSource, SqlextStreamWriter, check_watermark_source
 from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.commitlog import CommitLog, State
-from sqlext.sink.settings import SinkSettings
 from sqlext.table import TableDefinition, Watermark
 from tests.support.services import spark_own_sql
 from tests.support.streams import hourly_event_stream, write_hourly_events

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.metastore.client import MetastoreClient
 from sqlext.session import extend
-from sqlext.sink.filesystem import running_insert
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import wait_for
 

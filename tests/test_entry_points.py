@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.fs import FileSystem
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.paths import pyspark_jars_dir
-from sqlext.sink.commitlog import CommitLog
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port, wait_for
 

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 import pyarrow.dataset as ds
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.fs import FileSystem
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import Backend, MetastoreSettings
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.commitlog import CommitLog, State
-from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.sink import InsertPlan
 from tests.support.services import BACKENDS, BackendMetastore, own_metastore_settings
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from sqlext.connectors.filesystem.escaping import parse_partition_path
+from sqlext.connectors.filesystem.extractor import DefaultPartitionTimeExtractor
+from sqlext.connectors.filesystem.settings import SinkSettings
+from sqlext.connectors.filesystem.trigger import create_trigger
 from sqlext.errors import SqlextError
 from sqlext.parser import CreateTable, parse_statement
 from sqlext.registry import validate_table
-from sqlext.sink.escaping import parse_partition_path
-from sqlext.sink.extractor import DefaultPartitionTimeExtractor
-from sqlext.sink.settings import SinkSettings
-from sqlext.sink.trigger import create_trigger
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.flink import Flink, FlinkError
 

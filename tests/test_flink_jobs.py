@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.fs import FileSystem
 from sqlext.session import extend
-from sqlext.sink.commitlog import CommitLog
-from sqlext.sink.filesystem import running_insert
 from tests.support.flink import Flink, completed_checkpoints, wait_for_checkpoints
 from tests.support.landing import Landing, read_landing
 from tests.support.waiting import wait_for

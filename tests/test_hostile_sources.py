@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.metastore.client import MetastoreClient
 from sqlext.runner import failure_hint
 from sqlext.session import extend
-from sqlext.sink.filesystem import running_insert
 from tests.support.services import spark_own_sql
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed

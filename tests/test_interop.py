@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from sqlext.catalog import Catalog
-from sqlext.compaction import compact_table
 from sqlext.connectors.filesystem import FileSystemTableFactory
+from sqlext.connectors.filesystem.compaction import compact_table
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.registry import SourceContext
 from sqlext.session import extend
-from sqlext.sink.filesystem import running_insert
 from sqlext.table import TableIdentifier
 from tests.support.interop import (
     COLUMNS,

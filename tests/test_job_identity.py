@@ -17,11 +17,11 @@ import pyarrow.dataset as ds
 import pytest
 
 from sqlext.checkpoint import metastore_dir_name
+from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.fs import FileSystem
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.commitlog import CommitLog
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port, wait_for
 

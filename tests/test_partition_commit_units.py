@@ -7,13 +7,22 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
+from sqlext.connectors.filesystem.escaping import (
+    escape_path_name,
+    parse_partition_path,
+    partition_path,
+    unescape_path_name,
+)
+from sqlext.connectors.filesystem.extractor import (
+    DefaultPartitionTimeExtractor,
+    PartitionTimeExtractor,
+    create_extractor,
+)
+from sqlext.connectors.filesystem.policies import load_custom_policy
+from sqlext.connectors.filesystem.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
 from sqlext.errors import PartitionTimeError, PolicyError, ValidationError
 from sqlext.fs import FileSystem
-from sqlext.sink.commitlog import CommitLog, LogEntry, State
-from sqlext.sink.escaping import escape_path_name, parse_partition_path, partition_path, unescape_path_name
-from sqlext.sink.extractor import DefaultPartitionTimeExtractor, PartitionTimeExtractor, create_extractor
-from sqlext.sink.policies import load_custom_policy
-from sqlext.sink.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
 
 HIVE_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 
@@ -100,7 +109,7 @@ def test_custom_policy_class_errors_name_the_option_and_path() -> None:
     with pytest.raises(PolicyError, match=r"sink\.partition-commit\.policy\.class.*not set"):
         load_custom_policy(None, [])
     with pytest.raises(PolicyError, match="has no class 'Nope'"):
-        load_custom_policy("sqlext.sink.policies.Nope", [])
+        load_custom_policy("sqlext.connectors.filesystem.policies.Nope", [])
     with pytest.raises(PolicyError, match="does not implement"):
         load_custom_policy("pathlib.Path", [])
 

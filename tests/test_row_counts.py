@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.connectors.filesystem.commitlog import LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.session import extend
-from sqlext.sink.commitlog import LogEntry, PlannedFile, State
-from sqlext.sink.files import count_all_rows, data_files
 
 
 def _counts(directory: Path, fmt: str) -> int | None:

@@ -228,7 +228,7 @@ def test_insert_with_a_leading_with_clause_goes_through_the_sink(sql, hms: Metas
     ("class_path", "message"),
     [
         ("no_such_module.Policy", "Cannot import module 'no_such_module'"),
-        ("sqlext.sink.policies.Nope", "has no class 'Nope'"),
+        ("sqlext.connectors.filesystem.policies.Nope", "has no class 'Nope'"),
         ("pathlib.Path", "does not implement"),
     ],
 )

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 
 from sqlext.cli import main
+from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.commitlog import CommitLog, State
-from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
 from tests.support.services import BackendMetastore
 from tests.support.streams import hourly_event_stream, write_hourly_events

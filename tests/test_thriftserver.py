@@ -13,12 +13,12 @@ import pytest
 from pyhive import hive
 from thrift.transport.TTransport import TTransportException
 
+from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.sink import FileSystemSink
 from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.commitlog import CommitLog
-from sqlext.sink.filesystem import FileSystemSink
+from sqlext.sink import InsertPlan
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
 from tests.support.waiting import free_port, wait_for

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sqlext.cli import main
+from sqlext.connectors.filesystem.commitlog import LogEntry, State
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.session import extend
-from sqlext.sink.commitlog import LogEntry, State
-from sqlext.sink.filesystem import running_insert
 from sqlext.timeline import partition_histories, render_html
 from tests.support.browser import rendered_dom, screenshot
 from tests.support.streams import write_hourly_events

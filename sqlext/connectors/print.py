@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext.options import BOOLEAN, INT, STRING, ConfigOption, Options, parallelism
 from sqlext.registry import ConnectorFactory, SinkContext
-from sqlext.sink.api import InsertPlan, TableSink
+from sqlext.sink import InsertPlan, TableSink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

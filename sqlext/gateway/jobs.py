@@ -31,7 +31,7 @@ from sqlext.gateway.results import ResultColumn, ResultSet
 from sqlext.parser import ShowJobs, StopJob, parse_statement
 
 if TYPE_CHECKING:
-    from sqlext.sink.filesystem import RunningInsert
+    from sqlext.connectors.filesystem.sink import RunningInsert
 
 log = logging.getLogger("sqlext.gateway")
 #: How long STOP JOB waits for a stopped insert to close its committer.
@@ -105,7 +105,7 @@ class JobRegistry:
 
     def record(self, spark: Any, job_id: str, job_name: str, owner: str) -> Job:
         """Keep the job an INSERT on ``spark`` (a Spark session) of ``owner`` just started."""
-        from sqlext.sink.filesystem import running_insert
+        from sqlext.connectors.filesystem.sink import running_insert
 
         insert = running_insert(job_id)
         # Spark lists only active queries: another sink's bounded insert may have ended already (FINISHED).

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.paths import packaged_conf_dir
-from sqlext.sink.api import InsertPlan
-from sqlext.sink.filesystem import FileSystemSink, running_insert
+from sqlext.sink import InsertPlan
 from tests.support.streams import hourly_event_stream
 from tests.support.tables import events_table
 

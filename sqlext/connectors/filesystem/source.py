@@ -1,5 +1,4 @@
-"""The ``filesystem`` connector (Flink's ``FileSystemTableFactory``): files under ``path`` in ``format``,
-partitioned Hive-style (``k=v`` directories).
+"""The ``filesystem`` connector's read path.
 
 As a source:
 
@@ -24,27 +23,22 @@ As a source:
   instead, also for the replay of a batch that failed on one. parquet and orc columns are matched by name:
   a column missing from a file reads as NULL, a column the table does not declare is not read. An empty
   (0-byte) file has no rows and is skipped.
-
-As a sink it is :class:`sqlext.sink.filesystem.FileSystemSink` (partition commit and all).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlext.connectors import filesystem_options as fso
-from sqlext.errors import OptionError
-from sqlext.formats import CsvTextForm, check_columns
-from sqlext.options import ConfigOption, Options
-from sqlext.registry import ConnectorFactory, SinkContext, SourceContext
+from sqlext.connectors.filesystem import options as fso
+from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame
 
-    from sqlext.sink.api import TableSink
+    from sqlext.registry import SourceContext
 
 #: Flink's metadata keys -> fields of Spark's hidden ``_metadata`` column.
 METADATA_FIELDS = {
@@ -67,84 +61,31 @@ _JSON_TIMESTAMP_FORMATS = {
 }
 
 
-class FileSystemTableFactory(ConnectorFactory):
-    """Files (parquet, orc, csv, json) under a path; source and sink."""
-
-    identifier = "filesystem"
-    description = "Files (parquet, orc, csv, json) under a path, Hive-style partitions; source and sink."
-
-    def required_options(self) -> Sequence[ConfigOption[Any]]:
-        return fso.REQUIRED_OPTIONS
-
-    def optional_options(self) -> Sequence[ConfigOption[Any]]:
-        return fso.OPTIONAL_OPTIONS
-
-    def validate(self, table: TableDefinition) -> None:
-        """Declared options, then: format options only for the table's format, a class for each
-        ``custom`` kind, and metadata columns the connector offers."""
-        super().validate(table)
-        options = Options(table.options)
-        fmt = options.require(fso.FORMAT)
-        _check_format_options(table.options, fmt)
-        check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
-        if fmt == "csv":
-            CsvTextForm.from_options(options.with_prefix("csv."))
-        if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
-            fso.COMMIT_POLICY_CLASS
-        ):
-            raise OptionError(
-                "sink.partition-commit.policy.kind includes 'custom', so 'sink.partition-commit.policy.class' "
-                "is required.",
-                option=fso.COMMIT_POLICY_CLASS.key,
-            )
-        if options.get(fso.TIME_EXTRACTOR_KIND) == "custom" and not options.get(fso.TIME_EXTRACTOR_CLASS):
-            raise OptionError(
-                "partition.time-extractor.kind is 'custom', so 'partition.time-extractor.class' is required.",
-                option=fso.TIME_EXTRACTOR_CLASS.key,
-            )
-        for column in table.columns:
-            if column.metadata_key and column.metadata_key not in METADATA_FIELDS:
-                raise OptionError(
-                    f"Column '{column.name}' reads unknown metadata '{column.metadata_key}'. The filesystem "
-                    f"connector offers: {', '.join(METADATA_FIELDS)}.",
-                    value=column.metadata_key,
-                )
-
-    def is_bounded(self, table: TableDefinition) -> bool:
-        """Bounded unless ``source.monitor-interval`` is set."""
-        return Options(table.options).get(fso.SOURCE_MONITOR_INTERVAL) is None
-
-    def create_source(self, context: SourceContext) -> DataFrame:
-        """A (streaming when ``context.streaming``) read of the table's files; see the module docstring."""
-        table = context.table
-        options = Options(table.options)
-        fmt = options.require(fso.FORMAT)
-        reader_opts = reader_options(fmt, options.with_prefix(f"{fmt}."))
-        if options.get(fso.SOURCE_IGNORE_CORRUPT_FILES):
-            reader_opts["ignoreCorruptFiles"] = "true"
-        if context.streaming:
-            reader: Any = context.spark.readStream
-            max_files = options.get(fso.SOURCE_MAX_FILES_PER_TRIGGER)
-            if max_files:
-                reader_opts["maxFilesPerTrigger"] = str(max_files)
-        else:
-            reader = context.spark.read
-        if fmt == "csv":
-            frame = _read_csv_text(context.spark, reader, table, options, reader_opts)
-        else:
-            schema = _read_schema(table)
-            frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
-        pattern = options.get(fso.SOURCE_PATH_REGEX)
-        if pattern:
-            frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
-        default_name = options.get(fso.PARTITION_DEFAULT_NAME)
-        return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)))
-
-    def create_sink(self, context: SinkContext) -> TableSink:
-        """The partition-committing file sink."""
-        from sqlext.sink.filesystem import FileSystemSink
-
-        return FileSystemSink(context)
+def read_table(context: SourceContext) -> DataFrame:
+    """A (streaming when ``context.streaming``) read of the table's files; see the module docstring."""
+    table = context.table
+    options = Options(table.options)
+    fmt = options.require(fso.FORMAT)
+    reader_opts = reader_options(fmt, options.with_prefix(f"{fmt}."))
+    if options.get(fso.SOURCE_IGNORE_CORRUPT_FILES):
+        reader_opts["ignoreCorruptFiles"] = "true"
+    if context.streaming:
+        reader: Any = context.spark.readStream
+        max_files = options.get(fso.SOURCE_MAX_FILES_PER_TRIGGER)
+        if max_files:
+            reader_opts["maxFilesPerTrigger"] = str(max_files)
+    else:
+        reader = context.spark.read
+    if fmt == "csv":
+        frame = _read_csv_text(context.spark, reader, table, options, reader_opts)
+    else:
+        schema = _read_schema(table)
+        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
+    pattern = options.get(fso.SOURCE_PATH_REGEX)
+    if pattern:
+        frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
+    default_name = options.get(fso.PARTITION_DEFAULT_NAME)
+    return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)))
 
 
 def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str]:
@@ -218,15 +159,6 @@ def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str
         return set()
     names = {c.name.lower() for c in table.physical_columns}
     return {name.lower() for name in found if name != "value" and name.lower() in names}
-
-
-def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:
-    for key in raw:
-        prefix = key.split(".", 1)[0]
-        if prefix in fso.FORMATS and prefix != fmt:
-            raise OptionError(
-                f"Option '{key}' is for format '{prefix}', but the table's format is '{fmt}'.", option=key
-            )
 
 
 def _spark_type(flink_type: str) -> str:

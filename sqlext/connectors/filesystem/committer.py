@@ -38,18 +38,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlext.compaction import Compactor
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.compaction import Compactor
+from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
+from sqlext.connectors.filesystem.files import count_rows, data_files, is_data_file
+from sqlext.connectors.filesystem.policies import PartitionCommitContext
+from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkSettings
+from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.formats import prepare_write
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
-from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
-from sqlext.sink.escaping import parse_partition_path, partition_path
-from sqlext.sink.files import count_rows, data_files, is_data_file
-from sqlext.sink.policies import PartitionCommitContext
-from sqlext.sink.settings import SPARK_DEFAULT_PARTITION, SinkSettings
-from sqlext.sink.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -43,19 +43,19 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from sqlext.connectors import filesystem_options as fso
+from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
+from sqlext.connectors.filesystem.files import count_all_rows, data_files, total_rows
+from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
 from sqlext.errors import CommitError, PolicyError, ValidationError
 from sqlext.faults import fault_point
 from sqlext.fs import FileStatus, FileSystem, join, normalize
 from sqlext.metastore.client import MetastoreClient
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
-from sqlext.sink.commitlog import CommitLog, LogEntry, PlannedFile, State
-from sqlext.sink.escaping import parse_partition_path, partition_path
-from sqlext.sink.files import count_all_rows, data_files, total_rows
-from sqlext.sink.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
 from sqlext.table import TableDefinition
 
-log = logging.getLogger("sqlext.compaction")
+log = logging.getLogger("sqlext.connectors.filesystem.compaction")
 T = TypeVar("T")
 
 #: The writer name compactions are recorded under in a table's commit log.
@@ -494,7 +494,7 @@ class MergingCommitPolicy(PartitionCommitPolicy):
     """A commit policy that compacts each partition it commits (seed 002's merging policy, safely).
 
     Use it through ``'sink.partition-commit.policy.kind' = 'metastore,custom'``,
-    ``'sink.partition-commit.policy.class' = 'sqlext.compaction.MergingCommitPolicy'`` and optionally
+    ``'sink.partition-commit.policy.class' = 'sqlext.connectors.filesystem.MergingCommitPolicy'`` and optionally
     ``'sink.partition-commit.policy.class.parameters' = '256MB'`` (the target size; default the table's
     ``compaction.file-size`` or rolling file size). Placed after ``metastore`` it compacts a registered
     partition and updates its HMS statistics; placed before, the ``metastore`` policy that follows

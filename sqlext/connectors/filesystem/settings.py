@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlext.connectors import filesystem_options as fso
+from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, create_extractor
+from sqlext.connectors.filesystem.policies import PartitionCommitPolicy, create_policies
 from sqlext.errors import ValidationError
 from sqlext.fs import normalize
 from sqlext.options import Options
-from sqlext.sink.extractor import PartitionTimeExtractor, create_extractor
-from sqlext.sink.policies import PartitionCommitPolicy, create_policies
 from sqlext.table import TableDefinition
 
 #: Spark's own name for NULL/empty partition values when it writes partitioned files.
@@ -64,7 +64,7 @@ class SinkSettings:
 
     def __post_init__(self) -> None:
         if self.auto_compaction:
-            from sqlext.compaction import check_mergeable
+            from sqlext.connectors.filesystem.compaction import check_mergeable
 
             check_mergeable(self.table, self.format)
 

@@ -1,5 +1,5 @@
 """The ``filesystem`` connector's sink: a Spark streaming query whose batches go through the
-driver-side commit protocol (:mod:`sqlext.sink.committer`).
+driver-side commit protocol (:mod:`sqlext.connectors.filesystem.committer`).
 
 Why ``foreachBatch`` + Spark's own partitioned writer: executors write the files in parallel with
 Spark's fastest writers (the same code as Spark's file sink, with its INT96 timestamps that every
@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, read_batch_info
+from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
 from sqlext.fs import FileSystem
-from sqlext.sink.api import InsertPlan, TableSink
-from sqlext.sink.committer import BatchCommitter, BatchInfo, read_batch_info
-from sqlext.sink.settings import SinkSettings
+from sqlext.sink import InsertPlan, TableSink
 from sqlext.table import TableDefinition
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor
 from sqlext.options import parse_zone_id
-from sqlext.sink.extractor import PartitionTimeExtractor
 
 
 @dataclass

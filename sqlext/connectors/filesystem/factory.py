@@ -1,0 +1,90 @@
+"""The ``filesystem`` connector (Flink's ``FileSystemTableFactory``): files under ``path`` in ``format``,
+partitioned Hive-style (``k=v`` directories). Options are checked here; the read path is
+:mod:`sqlext.connectors.filesystem.source`, the sink (partition commit and all)
+:class:`sqlext.connectors.filesystem.sink.FileSystemSink`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
+from sqlext.errors import OptionError
+from sqlext.formats import CsvTextForm, check_columns
+from sqlext.options import ConfigOption, Options
+from sqlext.registry import ConnectorFactory, SinkContext, SourceContext
+from sqlext.table import TableDefinition
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sqlext.sink import TableSink
+
+
+class FileSystemTableFactory(ConnectorFactory):
+    """Files (parquet, orc, csv, json) under a path; source and sink."""
+
+    identifier = "filesystem"
+    description = "Files (parquet, orc, csv, json) under a path, Hive-style partitions; source and sink."
+
+    def required_options(self) -> Sequence[ConfigOption[Any]]:
+        return fso.REQUIRED_OPTIONS
+
+    def optional_options(self) -> Sequence[ConfigOption[Any]]:
+        return fso.OPTIONAL_OPTIONS
+
+    def validate(self, table: TableDefinition) -> None:
+        """Declared options, then: format options only for the table's format, a class for each
+        ``custom`` kind, and metadata columns the connector offers."""
+        super().validate(table)
+        options = Options(table.options)
+        fmt = options.require(fso.FORMAT)
+        _check_format_options(table.options, fmt)
+        check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
+        if fmt == "csv":
+            CsvTextForm.from_options(options.with_prefix("csv."))
+        if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
+            fso.COMMIT_POLICY_CLASS
+        ):
+            raise OptionError(
+                "sink.partition-commit.policy.kind includes 'custom', so 'sink.partition-commit.policy.class' "
+                "is required.",
+                option=fso.COMMIT_POLICY_CLASS.key,
+            )
+        if options.get(fso.TIME_EXTRACTOR_KIND) == "custom" and not options.get(fso.TIME_EXTRACTOR_CLASS):
+            raise OptionError(
+                "partition.time-extractor.kind is 'custom', so 'partition.time-extractor.class' is required.",
+                option=fso.TIME_EXTRACTOR_CLASS.key,
+            )
+        for column in table.columns:
+            if column.metadata_key and column.metadata_key not in METADATA_FIELDS:
+                raise OptionError(
+                    f"Column '{column.name}' reads unknown metadata '{column.metadata_key}'. The filesystem "
+                    f"connector offers: {', '.join(METADATA_FIELDS)}.",
+                    value=column.metadata_key,
+                )
+
+    def is_bounded(self, table: TableDefinition) -> bool:
+        """Bounded unless ``source.monitor-interval`` is set."""
+        return Options(table.options).get(fso.SOURCE_MONITOR_INTERVAL) is None
+
+    def create_source(self, context: SourceContext) -> DataFrame:
+        """A (streaming when ``context.streaming``) read of the table's files; see :mod:`.source`."""
+        return read_table(context)
+
+    def create_sink(self, context: SinkContext) -> TableSink:
+        """The partition-committing file sink."""
+        from sqlext.connectors.filesystem.sink import FileSystemSink
+
+        return FileSystemSink(context)
+
+
+def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:
+    for key in raw:
+        prefix = key.split(".", 1)[0]
+        if prefix in fso.FORMATS and prefix != fmt:
+            raise OptionError(
+                f"Option '{key}' is for format '{prefix}', but the table's format is '{fmt}'.", option=key
+            )

@@ -1,1 +1,0 @@
-"""The sink side: the insert plan, writers, the commit protocol and partition commit."""
