@@ -288,10 +288,10 @@ def mismatch_error(location: str, identity: InsertIdentity, comparison: Comparis
     )
 
 
-def set_aside_commit_log(table_path: str, query: str) -> str | None:
-    """A fresh checkpoint numbers its batches from 0 again: move the query's earlier commit log (and
-    staging dir) in the sink table aside, or the new batches would be taken for replays of committed ones
-    and skipped. Returns where the log went (None: there was none)."""
+def set_aside_commit_log(table_path: str, query: str, staging: bool = True) -> str | None:
+    """A fresh checkpoint numbers its batches from 0 again: move the query's earlier commit log (and, with
+    ``staging``, its staging dir) in the sink table aside, or the new batches would be taken for replays
+    of committed ones and skipped. Returns where the log went (None: there was none)."""
     from sqlext.connectors.filesystem.commitlog import LOG_DIR, STAGING_DIR, CommitLog
 
     fs = FileSystem(table_path)
@@ -300,9 +300,9 @@ def set_aside_commit_log(table_path: str, query: str) -> str | None:
     log_dir = join(table_path, LOG_DIR, query)
     aside = _aside_name(log_dir)
     fs.move(log_dir, aside)
-    staging = join(table_path, STAGING_DIR, query)
-    if fs.is_dir(staging):
-        fs.move(staging, _aside_name(staging))
+    staging_dir = join(table_path, STAGING_DIR, query)
+    if staging and fs.is_dir(staging_dir):
+        fs.move(staging_dir, _aside_name(staging_dir))
     log.warning(
         "%s: a fresh checkpoint of '%s' starts at batch 0; its earlier commit log moved aside to %s",
         table_path,

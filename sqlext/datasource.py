@@ -17,6 +17,9 @@ How it differs from the ``INSERT`` path, and why:
   the largest event time of the previous batches minus the lateness of the table's ``WATERMARK FOR``
   declaration (the sink table must declare one), as Spark would compute it.
 
+- One writer per table and ``pipeline.name``, and a checkpoint resumes only into the table it was written
+  for: see :mod:`sqlext.writer_claim`.
+
 Options: ``table`` (required), ``pipeline.name`` (the writing query's stable name; default
 ``sqlext_<db>_<table>``: give each query writing one table its own), ``metastore.uris`` (default: the
 ``spark.sqlext.metastore.uris`` seen by :func:`register`), ``metastore.retry.deadline`` (how long the start
@@ -35,6 +38,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from sqlext import arrowfs
+from sqlext.checkpoint import TableRef
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -44,6 +48,7 @@ from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import RetryPolicy
 from sqlext.options import parse_duration
 from sqlext.table import TableDefinition, TableIdentifier
+from sqlext.writer_claim import WriterClaim
 
 FORMAT_NAME = "sqlext"
 RETRY_DEADLINE_OPTION = "metastore.retry.deadline"
@@ -79,12 +84,22 @@ class SqlextDataSource(DataSource):
                 "format('sqlext') does not know the metastore: call sqlext.register(spark) on this session, "
                 "or give .option('metastore.uris', 'thrift://host:port')."
             )
-        table = load_sink_table(uri, TableIdentifier.parse(options["table"]), _retry(options))
+        table, table_id = load_sink_table(uri, TableIdentifier.parse(options["table"]), _retry(options))
         ident = table.identifier
         query = options.get("pipeline.name") or f"sqlext_{ident.database}_{ident.name}"
         settings = SinkSettings.from_table(table)
         check_watermark_source(settings, schema.fieldNames())
-        return SqlextStreamWriter(settings, query, uri, self.hadoop)
+        arrowfs.configure(self.hadoop)
+        claim = WriterClaim(
+            settings.path,
+            query,
+            _state_dir(settings.path, query),
+            uri,
+            TableRef(str(ident), table_id),
+            options.get("checkpointlocation"),
+        )
+        claim.on_start()
+        return SqlextStreamWriter(settings, query, uri, self.hadoop, claim)
 
 
 def check_watermark_source(settings: SinkSettings, columns: list[str]) -> None:
@@ -127,15 +142,20 @@ def _retry(options: dict[str, str]) -> RetryPolicy:
         ) from None
 
 
-def load_sink_table(metastore_uri: str, ident: TableIdentifier, retry: RetryPolicy | None = None) -> TableDefinition:
-    """The sqlext table ``ident``; a clear error if it does not exist or is not a filesystem table, or
-    (:class:`MetastoreUnavailableError`, after ``retry``'s deadline) if the metastore does not answer."""
+def load_sink_table(
+    metastore_uri: str, ident: TableIdentifier, retry: RetryPolicy | None = None
+) -> tuple[TableDefinition, str]:
+    """The sqlext table ``ident`` and its id (see :meth:`Catalog.table_id`); a clear error if it does not
+    exist or is not a filesystem table, or (:class:`MetastoreUnavailableError`, after ``retry``'s deadline)
+    if the metastore does not answer."""
     from sqlext.catalog import Catalog
     from sqlext.metastore.client import MetastoreClient
 
     with MetastoreClient(metastore_uri, retry) as client:
         try:
-            table = Catalog(client).get_table(ident)
+            catalog = Catalog(client)
+            table = catalog.get_table(ident)
+            table_id = catalog.table_id(ident)
         except TableNotFoundError as exc:
             raise ValidationError(
                 f"format('sqlext'): {exc.message} Create the table with sqlext DDL (CREATE TABLE ... WITH "
@@ -147,19 +167,30 @@ def load_sink_table(metastore_uri: str, ident: TableIdentifier, retry: RetryPoli
             f"format('sqlext'): table {ident} is not a sqlext filesystem table in one of "
             f"{', '.join(_WRITABLE_FORMATS)} (connector '{table.connector}', format '{fmt}')."
         )
-    return table
+    return table, table_id
+
+
+def _state_dir(table_path: str, query: str) -> str:
+    """Where a writer keeps the query's trigger state and lease, in the table (it has no checkpoint of its own)."""
+    return join(table_path, "_sqlext", "state", query)
 
 
 class SqlextStreamWriter(DataSourceStreamArrowWriter):
     """Executors: write Arrow batches into staging files. Driver: commit them through the commit log."""
 
     def __init__(
-        self, settings: SinkSettings, query_name: str, metastore_uri: str, hadoop: dict[str, str] | None = None
+        self,
+        settings: SinkSettings,
+        query_name: str,
+        metastore_uri: str,
+        hadoop: dict[str, str] | None = None,
+        claim: WriterClaim | None = None,
     ) -> None:
         self.settings = settings
         self.query_name = query_name
         self.metastore_uri = metastore_uri
         self.hadoop = hadoop or {}
+        self.claim = claim
         arrowfs.configure(self.hadoop)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -197,6 +228,8 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
     # -- driver ----------------------------------------------------------------------------------
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.claim is not None:
+            self.claim.before_commit(batchId)
         committer = BatchCommitter(self.settings, self.query_name, self.state_dir, self.metastore_uri)
         try:
             state = committer.trigger.state
@@ -227,7 +260,7 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
 
     @property
     def state_dir(self) -> str:
-        return join(self.settings.path, "_sqlext", "state", self.query_name)
+        return _state_dir(self.settings.path, self.query_name)
 
     def _watermark(self, max_event_ms: int) -> int | None:
         watermark = self.settings.table.watermark

@@ -7,6 +7,11 @@ this very process that ended) or whose heartbeat is older than :data:`LEASE_TIME
 killed run does not block its restart for long. The filesystem has no create-if-absent, so taking a lease
 writes it, waits a moment and reads it back: of two writers racing for it, only the last one to write finds
 its own token.
+
+A ``format("sqlext")`` writer has no process of its own that lives as long as its query (Spark calls it in
+short-lived Python workers), so its lease (:func:`claim_per_batch`) is held by the driver's JVM and renewed
+at each batch: it is stale when that JVM is gone from this host, or after :data:`BATCH_LEASE_TIMEOUT_S`
+without a batch. A writer that finds its lease taken over fails its batch before committing anything.
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ LEASE_TIMEOUT_S = 30.0
 HEARTBEAT_S = 5.0
 #: How long taking a lease waits before reading it back (see the module docstring).
 LEASE_SETTLE_S = 0.5
+#: A lease renewed per batch (``format("sqlext")``) is taken over after this long without a batch.
+BATCH_LEASE_TIMEOUT_S = 120.0
+#: How a lease is kept alive: by a heartbeat thread (inserts), or by each batch (``format("sqlext")``).
+HEARTBEAT_RENEWAL = "heartbeat"
+BATCH_RENEWAL = "batch"
 
 
 class CheckpointInUseError(SqlextError):
@@ -56,16 +66,24 @@ class LeaseOwner:
     pipeline: str
     started_ms: int
     renewed_ms: int
+    renewal: str = HEARTBEAT_RENEWAL
 
     def describe(self) -> str:
         started = datetime.fromtimestamp(self.started_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        return f"{self.pipeline} in process {self.pid} on {self.host}, started {started}"
+        kind = "format('sqlext') writer in the Spark driver" if self.renewal == BATCH_RENEWAL else "process"
+        return f"{self.pipeline} in {kind} {self.pid} on {self.host}, started {started}"
+
+    @property
+    def timeout_s(self) -> float:
+        return BATCH_LEASE_TIMEOUT_S if self.renewal == BATCH_RENEWAL else LEASE_TIMEOUT_S
 
     def is_stale(self, now_ms: int, held_here: set[str]) -> bool:
         """Gone: heartbeat too old, its process no longer runs on this host, or it is this process's
         and no running insert of this process holds it (``held_here``)."""
-        if now_ms - self.renewed_ms > LEASE_TIMEOUT_S * 1000:
+        if now_ms - self.renewed_ms > self.timeout_s * 1000:
             return True
+        if self.renewal == BATCH_RENEWAL:
+            return self.host == socket.gethostname() and not _pid_alive(self.pid)
         if self.host != socket.gethostname():
             return False
         if self.pid == os.getpid():
@@ -116,7 +134,6 @@ class Lease:
     @classmethod
     def acquire(cls, fs: FileSystem, checkpoint: str, pipeline: str) -> Lease:
         """Take the checkpoint's lease, or raise :class:`CheckpointInUseError` naming its holder."""
-        uri = lease_uri(checkpoint)
         current = read_lease(fs, checkpoint)
         if current is not None and not current.is_stale(_now_ms(), _held_by_running_inserts()):
             raise _in_use(checkpoint, current)
@@ -129,11 +146,7 @@ class Lease:
                 log.warning("%s: taking over the lease of %s, which is gone", checkpoint, current.describe())
         now = _now_ms()
         owner = LeaseOwner(socket.gethostname(), os.getpid(), uuid.uuid4().hex, pipeline, now, now)
-        fs.write_text(uri, json.dumps(asdict(owner)))
-        time.sleep(LEASE_SETTLE_S)
-        winner = read_lease(fs, checkpoint)
-        if winner is None or winner.token != owner.token:
-            raise _in_use(checkpoint, winner or owner)
+        _take(fs, checkpoint, owner)
         lease = cls(checkpoint, owner, fs)
         with _HELD_LOCK:
             _HELD[owner.token] = lease
@@ -207,6 +220,34 @@ class Lease:
         threading.Thread(target=heartbeat, name=f"sqlext-lease-{self.owner.pipeline}", daemon=True).start()
 
 
+def _take(fs: FileSystem, checkpoint: str, owner: LeaseOwner) -> None:
+    """Write ``owner`` as the lease, wait, read it back: raise if a racing writer's write came last."""
+    fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
+    time.sleep(LEASE_SETTLE_S)
+    winner = read_lease(fs, checkpoint)
+    if winner is None or winner.token != owner.token:
+        raise _in_use(checkpoint, winner or owner)
+
+
+def claim_per_batch(fs: FileSystem, home: str, pipeline: str, pid: int, token: str) -> LeaseOwner:
+    """Take or renew the lease in ``home`` for a writer renewing it at each batch (``format("sqlext")``),
+    held by process ``pid`` (the Spark driver's JVM) under ``token``; raise :class:`CheckpointInUseError`
+    naming the holder if another writer holds it and is not gone."""
+    current = read_lease(fs, home)
+    now = _now_ms()
+    if current is not None and current.token == token:
+        renewed = LeaseOwner(**{**asdict(current), "renewed_ms": now})
+        fs.write_text(lease_uri(home), json.dumps(asdict(renewed)))
+        return renewed
+    if current is not None and not current.is_stale(now, set()):
+        raise _in_use(home, current)
+    if current is not None:
+        log.warning("%s: taking over the lease of %s, which is gone", home, current.describe())
+    owner = LeaseOwner(socket.gethostname(), pid, token, pipeline, now, now, BATCH_RENEWAL)
+    _take(fs, home, owner)
+    return owner
+
+
 def read_lease(fs: FileSystem, checkpoint: str) -> LeaseOwner | None:
     uri = lease_uri(checkpoint)
     if not fs.exists(uri):
@@ -220,7 +261,8 @@ def read_lease(fs: FileSystem, checkpoint: str) -> LeaseOwner | None:
 def _in_use(checkpoint: str, owner: LeaseOwner) -> CheckpointInUseError:
     return CheckpointInUseError(
         f"Checkpoint {checkpoint} is being written by {owner.describe()} (last heartbeat "
-        f"{max(0, _now_ms() - owner.renewed_ms) / 1000:.0f} s ago): one writer per checkpoint. Stop that insert "
-        f"first (Ctrl-C / SIGTERM of its 'sqlext run', or STOP JOB), or give this one another 'pipeline.name'. "
-        f"A lease whose process is gone, or silent for {LEASE_TIMEOUT_S:.0f} s, is taken over."
+        f"{max(0, _now_ms() - owner.renewed_ms) / 1000:.0f} s ago): one writer per checkpoint. Stop that one "
+        f"first (Ctrl-C / SIGTERM of its 'sqlext run', STOP JOB, or the query's stop() for a format('sqlext') "
+        f"writer), or give this one another 'pipeline.name'. "
+        f"A lease whose process is gone, or silent for {owner.timeout_s:.0f} s, is taken over."
     )
