@@ -276,3 +276,35 @@ def test_an_old_default_checkpoint_moves_to_its_metastores_dir_only_when_its_sin
     CommitLog(FileSystem(table), table).write(LogEntry("insert_ck_events", 0, State.COMPLETED))
     _move_legacy_checkpoint(sink, "insert_ck_events", new.as_uri())
     assert (new / "offsets" / "0").is_file() and not legacy.exists()
+
+
+# -- the per-batch lease of format("sqlext") writers -----------------------------------------------------
+
+
+def test_a_per_batch_lease_is_renewed_by_its_driver_and_refused_to_another_live_one(tmp_path: Path) -> None:
+    home, fs = tmp_path.as_uri(), FileSystem(tmp_path.as_uri())
+    driver = _live_pid()
+    try:
+        first = ls.claim_per_batch(fs, home, "sqlext_db_t", driver.pid, "jvm-a")
+        renewed = ls.claim_per_batch(fs, home, "sqlext_db_t", driver.pid, "jvm-a")
+        assert (renewed.token, renewed.started_ms) == ("jvm-a", first.started_ms)
+        assert renewed.renewed_ms >= first.renewed_ms
+        with pytest.raises(ls.CheckpointInUseError, match=f"writer in the Spark driver {driver.pid}"):
+            ls.claim_per_batch(fs, home, "sqlext_db_t", os.getpid(), "jvm-b")
+        assert ls.read_lease(fs, home).token == "jvm-a"  # type: ignore[union-attr]
+    finally:
+        driver.kill()
+        driver.wait()
+    # Its driver is gone: taken over at once, not after the timeout.
+    assert ls.claim_per_batch(fs, home, "sqlext_db_t", os.getpid(), "jvm-b").token == "jvm-b"
+
+
+def test_a_per_batch_lease_without_a_batch_for_its_timeout_is_taken_over(tmp_path: Path) -> None:
+    silent = ls._now_ms() - int(ls.BATCH_LEASE_TIMEOUT_S * 1000) - 1000
+    _write_lease(tmp_path, renewal=ls.BATCH_RENEWAL, renewed_ms=silent, token="jvm-a")
+    home = tmp_path.as_uri()
+    assert ls.claim_per_batch(FileSystem(home), home, "sqlext_db_t", os.getpid(), "jvm-b").token == "jvm-b"
+    # Heartbeat leases keep their own, shorter timeout: a per-batch lease 40 s silent is still held.
+    _write_lease(tmp_path, renewal=ls.BATCH_RENEWAL, renewed_ms=ls._now_ms() - 40_000, token="jvm-c")
+    with pytest.raises(ls.CheckpointInUseError):
+        ls.claim_per_batch(FileSystem(home), home, "sqlext_db_t", os.getpid(), "jvm-d")
