@@ -37,13 +37,22 @@ ROWS_PER_HOUR = 40
 RANDOM_DB = "random_kill_db"
 #: The fault points just before, inside and just after a batch's partition commit (metastore add/alter).
 HMS_POINTS = ("after-log", "between-policies", "after-policies")
+#: The commit path's filesystem per backend and test (``SQLEXT_FS``): each kind of crash runs once with the
+#: Hadoop FileSystem (what every non-``file:`` path uses) and once with pyarrow (``file:``'s default).
+FAULT_POINT_FS = {Backend.DERBY: "hadoop", Backend.POSTGRES: "pyarrow"}
+RANDOM_KILL_FS = {Backend.DERBY: "pyarrow", Backend.POSTGRES: "hadoop"}
 
 
 def _job(
-    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str
+    metastore: MetastoreSettings,
+    tmp_path: Path,
+    options: dict[str, str],
+    fault: str | None,
+    database: str,
+    filesystem: str = "auto",
 ) -> tuple[list[str], dict[str, str]]:
     """The command line and environment of one run of tests/support/sink_job.py."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SQLEXT_FS": filesystem}
     env.pop("SQLEXT_FAULT", None)
     if fault:
         env["SQLEXT_FAULT"] = fault
@@ -53,9 +62,14 @@ def _job(
 
 
 def _run_job(
-    metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], fault: str | None, database: str = "crash_db"
+    metastore: MetastoreSettings,
+    tmp_path: Path,
+    options: dict[str, str],
+    fault: str | None,
+    database: str = "crash_db",
+    filesystem: str = "auto",
 ) -> subprocess.CompletedProcess[str]:
-    command, env = _job(metastore, tmp_path, options, fault, database)
+    command, env = _job(metastore, tmp_path, options, fault, database, filesystem)
     return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -86,11 +100,13 @@ def test_a_crash_at_every_fault_point_then_restart_gives_every_row_exactly_once(
     options = {"sink.parallelism": "2"}  # two files per partition, so a crash can fall between moves
     create_in_hms(backend_hms, events_table("crash_db", "events", tmp_path / "table", **options))
 
+    filesystem = FAULT_POINT_FS[backend_metastore.backend]
     for batch, point in enumerate(commit_points):
-        crashed = _run_job(backend_metastore.settings, tmp_path, options, f"{point}@{batch}")
+        crashed = _run_job(backend_metastore.settings, tmp_path, options, f"{point}@{batch}", filesystem=filesystem)
         assert crashed.returncode == EXIT_CODE, f"{point}@{batch} was not reached:\n{crashed.stderr[-3000:]}"
         assert f"fault point '{point}' reached" in crashed.stderr
-    finished = _run_job(backend_metastore.settings, tmp_path, options, None)
+        assert f"commit path filesystem: {filesystem}" in crashed.stderr
+    finished = _run_job(backend_metastore.settings, tmp_path, options, None, filesystem=filesystem)
     assert finished.returncode == 0, finished.stderr[-3000:]
 
     _assert_table_holds_input_exactly_once(backend_hms, tmp_path / "table", hours)
@@ -114,7 +130,8 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
     create_in_hms(hms, events_table(RANDOM_DB, "events", tmp_path / "table", **options))
     log = CommitLog(FileSystem((tmp_path / "table").as_uri()), (tmp_path / "table").as_uri())
     chance = random.Random(20261122)  # fixed seed: the same kill moments on every run
-    command, env = _job(metastore, tmp_path, options, None, RANDOM_DB)
+    filesystem = RANDOM_KILL_FS[backend_metastore.backend]
+    command, env = _job(metastore, tmp_path, options, None, RANDOM_DB, filesystem)
     for run in range(3):
         # Kill once the log has seen a random number of new batches, a random fraction of a second later:
         # somewhere inside the write, the moves or the partition commit of the next batch.
@@ -127,7 +144,7 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
             process.send_signal(signal.SIGKILL)
         finally:
             process.wait(timeout=60)
-    finished = _run_job(metastore, tmp_path, options, None, RANDOM_DB)
+    finished = _run_job(metastore, tmp_path, options, None, RANDOM_DB, filesystem)
     assert finished.returncode == 0, finished.stderr[-3000:]
 
     _assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours, RANDOM_DB)

@@ -21,7 +21,7 @@ import pytest
 
 from sqlext.connectors.filesystem.commitlog import CommitLog, State
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
-from sqlext.fs import FileSystem
+from sqlext.fs import BACKEND_ENV, FileSystem, backend_name
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import Backend, MetastoreSettings
@@ -46,8 +46,15 @@ def _partitions(settings: MetastoreSettings) -> list[str]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_metastore_outage_during_a_streaming_insert_delays_commits_and_loses_nothing(
-    spark, tmp_path: Path, caplog: pytest.LogCaptureFixture, backend: Backend, request: pytest.FixtureRequest
+    spark,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    backend: Backend,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The commit path on Hadoop's FileSystem for one backend, on pyarrow for the other.
+    monkeypatch.setenv(BACKEND_ENV, "hadoop" if backend is Backend.DERBY else "pyarrow")
     own = own_metastore_settings(backend, tmp_path / "hms", request)
     launcher.start(own)
     table = events_table("outage_db", "events", tmp_path / "table")  # process-time, delay 0
@@ -60,6 +67,7 @@ def test_metastore_outage_during_a_streaming_insert_delays_commits_and_loses_not
     plan = InsertPlan("outage_insert", (tmp_path / "checkpoint").as_uri(), trigger_interval="1 second")
     query = FileSystemSink(context).start_stream(rows, plan)
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    assert backend_name(table.options["path"]) == os.environ[BACKEND_ENV]
     try:
         wait_for(lambda: _partitions(own) == ["dt=2026-11-22/hr=00"], 120, what="hour 00 committed")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
+from sqlext.fs import backend_name
 from sqlext.paths import packaged_conf_dir
 from sqlext.sink import InsertPlan
 from tests.support.streams import hourly_event_stream
@@ -38,6 +39,8 @@ def main(argv: list[str]) -> int:
         .enableHiveSupport()
         .getOrCreate()
     )
+    # What the crash tests assert on: which filesystem implementation the commit path runs on (SQLEXT_FS).
+    print(f"commit path filesystem: {backend_name(Path(table_path).as_uri())}", file=sys.stderr, flush=True)
     database = argv[5] if len(argv) > 5 else "crash_db"
     table = events_table(database, "events", Path(table_path), **options)
     rows = hourly_event_stream(spark, Path(input_dir), "0 seconds")
