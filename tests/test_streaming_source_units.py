@@ -180,3 +180,19 @@ def test_a_checkpoint_of_another_order_is_refused() -> None:
 def test_hidden_and_success_files_are_never_data() -> None:
     names = ["_SUCCESS", ".part-1.crc", "part-0.parquet", "_committed", "done.flag"]
     assert ss.data_file_names(names, "done.flag") == ["part-0.parquet"]
+
+
+def test_compaction_of_read_files_is_not_read_again_and_a_switched_partition_waits() -> None:
+    settings = _settings()
+    listing = Listing()
+    listing.files = {"dt=a/hr=1": ["f1", "f2"]}
+    first, _ = _advance(ss.initial_offset(settings), [_partition("a", "1")], settings, listing)
+    switched = ss.PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/_sqlext/compaction/7/dt=a/hr=1", 0, "s2")
+    same = ss.next_offset(first, [switched], settings, lambda p: p.name, listing)
+    assert same == first
+    listing.files["dt=a/hr=1"] = ["compacted-7-0-f1", "late"]
+    merges = {"compacted-7-0-f1": ["f1", "f2"]}
+    end = ss.next_offset(
+        first, [_partition("a", "1", signature="s3")], settings, lambda p: p.name, listing, lambda p: merges
+    )
+    assert [f.uri.rsplit("/", 1)[1] for f in ss.files_to_read(end)] == ["late"]

@@ -67,13 +67,16 @@ class CommittedPartitionReader(DataSourceStreamReader):
             return start
         self._next_poll = now + self.settings.monitor_interval.total_seconds()
         partitions = ss.poll(self.spec, self._metastore())
-        success_file = Options(self.spec.options).get(fso.SUCCESS_FILE_NAME)
+        options = Options(self.spec.options)
+        success_file = options.get(fso.SUCCESS_FILE_NAME)
+        table_path = options.require(fso.PATH)
         return ss.next_offset(
             start,
             partitions,
             self.settings,
             ss.key_function(self.spec, self.settings),
             lambda partition: ss.list_partition_files(partition, success_file),
+            lambda partition: ss.compaction_merges(table_path, partition),
         )
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:

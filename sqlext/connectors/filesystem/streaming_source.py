@@ -51,6 +51,8 @@ FORMAT_NAME = "sqlext-committed-partitions"
 DEFAULT_MONITOR_INTERVAL = timedelta(minutes=1)
 OFFSET_VERSION = 1
 _READABLE_FORMATS = ("parquet", "orc")
+#: A path part of compaction's work dirs (``<table>/_sqlext/compaction/<id>/...``).
+_SWITCHED = "/_sqlext/compaction/"
 #: Partition parameters whose change means the partition was committed again.
 _SIGNATURE_PARAMETERS = ("numFiles", "totalSize", "transient_lastDdlTime")
 
@@ -192,9 +194,14 @@ def next_offset(
     settings: StreamingSourceSettings,
     key_of: Callable[[PartitionSnapshot], Key],
     list_files: Callable[[PartitionSnapshot], list[str]],
+    merged_of: Callable[[PartitionSnapshot], Mapping[str, list[str]]] | None = None,
 ) -> dict[str, Any]:
     """The end offset of the next micro-batch: ``start`` itself when nothing is new, else an offset whose
-    ``batch`` lists the files to read (new partitions in order, then new files of re-committed ones)."""
+    ``batch`` lists the files to read (new partitions in order, then new files of re-committed ones).
+
+    ``merged_of`` says, for a partition, which files compaction merged into which (file names); a merged file
+    whose every source was read is taken as read. A partition whose location is a compaction's work dir
+    (``sqlext compact`` switching its files) is left for a later poll."""
     _check_order(start, settings)
     key: Any = start["key"]  # all of one type: the order's (checked above)
     seen = set(start.get("seen", []))
@@ -204,11 +211,15 @@ def next_offset(
     keyed.sort(key=lambda pair: (pair[0], pair[1].name))
     newest, newest_names = key, set(seen)
     for partition_key, partition in keyed:
+        if _SWITCHED in partition.location:
+            continue  # files being swapped by compaction: the switch back is the commit to read
         if partition.name in read:
             if settings.read_recommits and read[partition.name]["sig"] != partition.signature:
                 done = set(read[partition.name]["files"])
                 listed = list_files(partition)
                 added = [name for name in listed if name not in done]
+                if added and merged_of is not None:
+                    added = _not_merged_from_read(partition, added, done, merged_of(partition))
                 read[partition.name] = {"sig": partition.signature, "files": sorted(done | set(listed))}
                 if added:
                     batch.append(_batch_entry(partition, added))
@@ -235,6 +246,28 @@ def next_offset(
     if settings.read_recommits:
         offset["read"] = read
     return offset
+
+
+def _not_merged_from_read(
+    partition: PartitionSnapshot, added: list[str], done: set[str], merged: Mapping[str, list[str]]
+) -> list[str]:
+    """The new files that are not compaction's merges of files already read. A merge of files some of which
+    were not read is read whole (its read rows again, rather than lose the others), with a warning."""
+    unread = []
+    for name in added:
+        sources = set(merged.get(name, ()))
+        if sources and sources <= done:
+            continue
+        if sources & done:
+            log.warning(
+                "%s: %s merges files read already and files not read yet (%s); it is read whole, so the rows of "
+                "the files read already are read again",
+                partition.name,
+                name,
+                ", ".join(sorted(sources - done)),
+            )
+        unread.append(name)
+    return unread
 
 
 def initial_offset(settings: StreamingSourceSettings) -> dict[str, Any]:
@@ -435,6 +468,24 @@ def list_partition_files(partition: PartitionSnapshot, success_file: str) -> lis
     fs = FileSystem(partition.location)
     names = [status.relative for status in fs.list_files(partition.location, recursive=False)]
     return data_file_names(names, success_file)
+
+
+def compaction_merges(table_path: str, partition: PartitionSnapshot) -> dict[str, list[str]]:
+    """What compaction merged in a partition, from the table's commit log: merged file name -> the names of
+    the files it replaced (entries the log still keeps; see ``sink.commit-log.retained-batches``)."""
+    from sqlext.connectors.filesystem.commitlog import CommitLog
+    from sqlext.connectors.filesystem.compaction import COMPACTION_WRITER
+    from sqlext.fs import FileSystem, normalize
+
+    log_ = CommitLog(FileSystem(table_path), table_path)
+    location = normalize(partition.location).rstrip("/")
+    merged: dict[str, list[str]] = {}
+    for entry in log_.entries(COMPACTION_WRITER):
+        for final, sources in entry.merged_from.items():
+            directory, _, name = normalize(final).rpartition("/")
+            if directory == location:
+                merged[name] = [source.rsplit("/", 1)[-1] for source in sources]
+    return merged
 
 
 def poll(spec: SourceSpec, client: Any) -> list[PartitionSnapshot]:
