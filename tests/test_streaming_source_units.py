@@ -196,3 +196,31 @@ def test_compaction_of_read_files_is_not_read_again_and_a_switched_partition_wai
         first, [_partition("a", "1", signature="s3")], settings, lambda p: p.name, listing, lambda p: merges
     )
     assert [f.uri.rsplit("/", 1)[1] for f in ss.files_to_read(end)] == ["late"]
+
+
+def test_a_file_is_read_in_the_source_schema_with_its_partition_values(tmp_path: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+    from sqlext.connectors.filesystem.partition_stream import read_file
+
+    path = tmp_path / "part-0.parquet"
+    rows = pa.table({"ID": [1, 2], "ts": pa.array([datetime(2026, 11, 22, 1), None], pa.timestamp("ns"))})
+    pq.write_table(rows, path, use_deprecated_int96_timestamps=True)
+    spec = ss.SourceSpec(
+        "db",
+        "t",
+        "thrift://unused:9083",
+        ("dt", "hr"),
+        (("id", "BIGINT"), ("ts", "TIMESTAMP(3)"), ("note", "STRING")),
+        {"format": "parquet", "path": tmp_path.as_uri()},
+        {},
+    )
+    types = [("id", LongType()), ("ts", TimestampType()), ("note", StringType()), ("dt", StringType())]
+    schema = StructType([StructField(name, kind) for name, kind in [*types, ("hr", StringType())]])
+    [batch] = list(read_file(spec, schema, path.as_uri(), ("2026-11-22", "01")))
+    assert batch.to_pylist() == [
+        {"id": 1, "ts": datetime(2026, 11, 22, 1, tzinfo=UTC), "note": None, "dt": "2026-11-22", "hr": "01"},
+        {"id": 2, "ts": None, "note": None, "dt": "2026-11-22", "hr": "01"},
+    ]

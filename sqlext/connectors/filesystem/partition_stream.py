@@ -113,7 +113,7 @@ def read_file(spec: ss.SourceSpec, schema: Any, uri: str, values: tuple[str, ...
     from sqlext import arrowfs
 
     arrowfs.configure(spec.hadoop)
-    target = to_arrow_schema(schema)
+    target = to_arrow_schema(schema, timezone="UTC")  # Spark takes tz-aware Arrow timestamps as instants
     fmt = Options(spec.options).require(fso.FORMAT)
     with arrowfs.ArrowBackend().open_input(uri) as handle:
         rows = _read_format(fmt, handle)
