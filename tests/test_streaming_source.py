@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from sqlext.fs import FileSystem
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import MetastoreSettings
 from sqlext.session import extend
-from tests.support.read_job import committed_ids
+from tests.support.read_job import committed_ids, start_insert
 from tests.support.services import spark_own_sql
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import wait_for
@@ -72,9 +72,8 @@ def test_a_plain_table_fed_by_alter_table_add_partition_streams_each_partition_o
     _write_partition(source, "2026-11-22", "01", range(10, 20))  # on disk, not in the metastore: not read
 
     spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
-    [job] = spark.sql("INSERT INTO sread.plain_copy SELECT id, note, dt, hr FROM sread.plain").collect()
-    running = running_insert(job.job_id)
-    assert running is not None
+    spark.sql("SET 'pipeline.name' = 'plain_reader'")
+    running = start_insert(spark, "INSERT INTO sread.plain_copy SELECT id, note, dt, hr FROM sread.plain")
     try:
         wait_for(lambda: committed_ids(sink) == list(range(10)), 120, what="the first partition copied")
         spark_own_sql(spark)("ALTER TABLE sread.plain ADD PARTITION (dt = '2026-11-22', hr = '01')")
@@ -88,19 +87,6 @@ def _run(spark: Any, sql: str) -> Any:
     [job] = spark.sql(sql).collect()
     running = running_insert(job.job_id)
     assert running is not None
-    return running
-
-
-def _sources_ready(running: Any) -> Any:
-    """Wait until the query has started its sources (the streaming source's Python process among them): on
-    this busy machine a second query starting at the same moment can make that process miss Spark's
-    connect-back deadline."""
-    wait_for(
-        lambda: running.finished.is_set() or "Initializing" not in running.query.status["message"],
-        120,
-        what="the reader's sources started",
-    )
-    assert not running.finished.is_set(), running.query.exception()
     return running
 
 
@@ -135,7 +121,7 @@ def test_a_reader_streams_partitions_as_a_writer_commits_them_resumes_and_reads_
         /*+ OPTIONS('streaming-source.enable' = 'true', 'streaming-source.monitor-interval' = '1 s',
                     'streaming-source.partition-order' = 'partition-time') */"""
     spark.sql("SET 'pipeline.name' = 'reader'")
-    reader = _sources_ready(_run(spark, reader_sql))
+    reader = start_insert(spark, reader_sql)
     spark.sql("SET 'pipeline.name' = 'writer'")
     writer = _run(
         spark,
@@ -171,7 +157,7 @@ def test_a_reader_streams_partitions_as_a_writer_commits_them_resumes_and_reads_
     assert late_writer.wait(300)
 
     spark.sql("SET 'pipeline.name' = 'reader'")
-    reader = _run(spark, reader_sql)  # resumes its checkpoint
+    reader = start_insert(spark, reader_sql)  # resumes its checkpoint
     try:
         expected = [*range(100), *range(1000, 1005)]
         wait_for(lambda: committed_ids(copy) == expected, 180, what="the late rows copied once")
@@ -213,3 +199,49 @@ def test_a_reader_killed_mid_commit_and_restarted_reads_every_row_once(
     restarted = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert restarted.returncode == 0, restarted.stderr[-3000:]
     assert committed_ids(sink) == expected
+
+
+def test_compacting_partitions_that_were_read_during_the_read_changes_no_count(
+    spark: Any, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    from sqlext.connectors.filesystem.compaction import compact_table
+    from sqlext.table import TableIdentifier
+
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    spark.sql("CREATE DATABASE IF NOT EXISTS sread")
+    source, sink = tmp_path / "small", tmp_path / "small_copy"
+    spark.sql(f"""
+        CREATE TABLE sread.small (id BIGINT, note STRING, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
+        WITH ('connector' = 'filesystem', 'path' = '{source.as_uri()}', 'format' = 'parquet',
+              'streaming-source.enable' = 'true', 'streaming-source.monitor-interval' = '1 s')""")
+    spark.sql(f"""
+        CREATE TABLE sread.small_copy (id BIGINT, note STRING, dt STRING, `hr` STRING)
+        WITH ('connector' = 'filesystem', 'path' = '{sink.as_uri()}', 'format' = 'parquet')""")
+
+    def add_hour(hour: int) -> None:
+        for part in range(3):  # three small files a partition
+            first = hour * 100 + part * 10
+            _write_partition(source, "2026-11-22", f"{hour:02d}", range(first, first + 10), f"part-{part}.parquet")
+        spark_own_sql(spark)(f"ALTER TABLE sread.small ADD PARTITION (dt = '2026-11-22', hr = '{hour:02d}')")
+
+    add_hour(0)
+    add_hour(1)
+    spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
+    spark.sql("SET 'pipeline.name' = 'small_reader'")
+    reader = start_insert(spark, "INSERT INTO sread.small_copy SELECT id, note, dt, hr FROM sread.small")
+    try:
+        read_before = sorted(h * 100 + i for h in range(2) for i in range(30))
+        wait_for(lambda: committed_ids(sink) == read_before, 180, what="both partitions copied")
+        table = spark._sqlext_session.catalog.get_table(TableIdentifier("sread", "small"))
+        summary = compact_table(table, hms, reader_grace=timedelta(0), show_progress=False)
+        assert summary.compacted and all(
+            len(list((source / "dt=2026-11-22" / f"hr={h:02d}").glob("*.parquet"))) == 1 for h in range(2)
+        )
+        add_hour(2)  # read after the compaction's re-commits were polled
+        expected = sorted(h * 100 + i for h in range(3) for i in range(30))
+        wait_for(lambda: len(committed_ids(sink)) >= len(expected), 180, what="the third partition copied")
+        assert committed_ids(sink) == expected
+    finally:
+        reader.stop()
+        reader.wait(60)

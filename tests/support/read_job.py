@@ -10,6 +10,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
@@ -21,13 +22,36 @@ PIPELINE = "crash_reader"
 
 
 def committed_ids(sink: Path) -> list[int]:
-    """Every id in the data files under ``sink`` (not hidden, not staged), sorted, duplicates kept."""
-    files = [
-        f
-        for f in sink.rglob("*")
-        if f.is_file() and not any(p.startswith(("_", ".")) for p in f.relative_to(sink).parts)
-    ]
-    return sorted(i for f in files for i in pq.read_table(f).column("id").to_pylist())
+    """Every id in the data files under ``sink`` (not hidden, not staged), sorted, duplicates kept. Hidden
+    dirs are never entered: the sink creates and removes its staging dirs while this runs."""
+    ids: list[int] = []
+    for directory, subdirs, names in os.walk(sink):
+        subdirs[:] = [name for name in subdirs if not name.startswith(("_", "."))]
+        for name in names:
+            if not name.startswith(("_", ".")):
+                ids.extend(pq.read_table(Path(directory) / name).column("id").to_pylist())
+    return sorted(ids)
+
+
+def start_insert(spark: Any, sql: str, attempts: int = 3) -> Any:
+    """Start a streaming INSERT and wait until its sources have started; start it again (it resumes its
+    checkpoint) when Spark gave up on the streaming source's Python process connecting back, which a
+    loaded machine can delay past Spark's deadline (``spark.python.authenticate.socketTimeout``, 15 s)."""
+    for attempt in range(attempts):
+        [job] = spark.sql(sql).collect()
+        running = running_insert(job.job_id)
+        assert running is not None
+        deadline = time.monotonic() + 120
+        while not running.finished.is_set() and "Initializing" in running.query.status["message"]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the sources of {job.job_name} did not start in 120 s")
+            time.sleep(0.2)
+        failure = running.query.exception() if running.finished.is_set() else None
+        if failure is None:
+            return running
+        if "connect back" not in str(failure) or attempt == attempts - 1:
+            raise AssertionError(f"{job.job_name} failed at its start: {failure}")
+    raise AssertionError("unreachable")
 
 
 def main(argv: list[str]) -> int:
@@ -51,9 +75,7 @@ def main(argv: list[str]) -> int:
     spark.conf.set("spark.sqlext.checkpoint.root", checkpoint_root)
     spark.sql(f"SET 'pipeline.name' = '{PIPELINE}'")
     spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
-    [job] = spark.sql(sql).collect()
-    running = running_insert(job.job_id)
-    assert running is not None
+    running = start_insert(spark, sql)
     deadline = time.monotonic() + 300
     while len(committed_ids(sink)) < rows and not running.finished.is_set() and time.monotonic() < deadline:
         time.sleep(0.5)
