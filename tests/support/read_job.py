@@ -46,7 +46,8 @@ def start_insert(spark: Any, sql: str, attempts: int = 3) -> Any:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the sources of {job.job_name} did not start in 120 s")
             time.sleep(0.2)
-        failure = running.query.exception() if running.finished.is_set() else None
+        # The status leaves "Initializing" when the query fails too; the insert may not know it yet.
+        failure = None if running.query.isActive else running.query.exception()
         if failure is None:
             return running
         if "connect back" not in str(failure) or attempt == attempts - 1:
