@@ -46,6 +46,7 @@ from sqlext.checkpoint import (
 )
 from sqlext.errors import ValidationError
 from sqlext.fs import FileSystem, join, normalize
+from sqlext.hints import options_hint, with_hint
 from sqlext.lease import Lease
 from sqlext.options import parse_duration
 from sqlext.sink import InsertPlan
@@ -351,7 +352,9 @@ def _resolve_sources(session: Any, query: exp.Expr, streaming: bool) -> dict[Tab
         ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
         if ident in resolved or not session.catalog.table_exists(ident):
             continue  # seen already, or a Spark table or view that Spark resolves itself
-        source = source_frame(session.spark, session.catalog.get_table(ident), streaming)
+        table = session.catalog.get_table(ident)
+        hint = options_hint(node)
+        source = source_frame(session.spark, with_hint(table, hint) if hint else table, streaming)
         source.frame.createOrReplaceTempView(_view_name(ident))
         resolved[ident] = source
     return resolved

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
+from sqlext.connectors.filesystem.streaming_source import StreamingSourceSettings, is_streaming_source, read_stream
 from sqlext.errors import OptionError
 from sqlext.formats import CsvTextForm, check_columns
 from sqlext.options import ConfigOption, Options
@@ -58,6 +59,7 @@ class FileSystemTableFactory(ConnectorFactory):
                 "partition.time-extractor.kind is 'custom', so 'partition.time-extractor.class' is required.",
                 option=fso.TIME_EXTRACTOR_CLASS.key,
             )
+        StreamingSourceSettings.from_table(table)
         for column in table.columns:
             if column.metadata_key and column.metadata_key not in METADATA_FIELDS:
                 raise OptionError(
@@ -67,11 +69,16 @@ class FileSystemTableFactory(ConnectorFactory):
                 )
 
     def is_bounded(self, table: TableDefinition) -> bool:
-        """Bounded unless ``source.monitor-interval`` is set."""
-        return Options(table.options).get(fso.SOURCE_MONITOR_INTERVAL) is None
+        """Bounded unless ``source.monitor-interval`` is set or ``streaming-source.enable`` is true."""
+        options = Options(table.options)
+        return options.get(fso.SOURCE_MONITOR_INTERVAL) is None and not is_streaming_source(table)
 
     def create_source(self, context: SourceContext) -> DataFrame:
-        """A (streaming when ``context.streaming``) read of the table's files; see :mod:`.source`."""
+        """A (streaming when ``context.streaming``) read of the table's files; see :mod:`.source`. In a
+        streaming query, a table with ``streaming-source.enable`` is read as a stream of committed partitions
+        (:mod:`.streaming_source`)."""
+        if context.streaming and is_streaming_source(context.table):
+            return read_stream(context)
         return read_table(context)
 
     def create_sink(self, context: SinkContext) -> TableSink:

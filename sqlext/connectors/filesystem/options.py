@@ -93,6 +93,69 @@ SOURCE_IGNORE_CORRUPT_FILES = ConfigOption(
     "in Flink); set this and run the insert again to skip it. Columns missing from a file read as NULL either way.",
 )
 
+ORDER_PARTITION_NAME = "partition-name"
+ORDER_CREATE_TIME = "create-time"
+ORDER_PARTITION_TIME = "partition-time"
+PARTITION_ORDERS = (ORDER_CREATE_TIME, ORDER_PARTITION_TIME, ORDER_PARTITION_NAME)
+INCLUDE_ALL = "all"
+INCLUDE_LATEST = "latest"
+
+STREAMING_SOURCE_ENABLE = ConfigOption(
+    "streaming-source.enable",
+    BOOLEAN,
+    False,
+    "In a streaming query, read the table as a stream of committed partitions: each partition's rows once the "
+    "partition is in the metastore, in 'streaming-source.partition-order', from "
+    "'streaming-source.consume-start-offset' (see docs/streaming-reads.md). Partitions must be committed "
+    "atomically (sqlext's sink does).",
+)
+STREAMING_SOURCE_PARTITION_INCLUDE = ConfigOption(
+    "streaming-source.partition.include",
+    enum_type(INCLUDE_ALL, INCLUDE_LATEST, case_sensitive=True),
+    INCLUDE_ALL,
+    "Which partitions a streaming read reads: 'all', or 'latest' (only the newest partition in "
+    "'streaming-source.partition-order', for a temporal join; not yet supported by sqlext's streaming source).",
+)
+STREAMING_SOURCE_MONITOR_INTERVAL = ConfigOption(
+    "streaming-source.monitor-interval",
+    DURATION,
+    None,
+    "How often the streaming source asks the metastore for newly committed partitions. Unset: 1 min (as "
+    "Flink's Hive streaming read). The query's trigger interval also paces it: a micro-batch asks at most once.",
+    check=positive,
+)
+STREAMING_SOURCE_PARTITION_ORDER = ConfigOption(
+    "streaming-source.partition-order",
+    enum_type(*PARTITION_ORDERS, case_sensitive=True),
+    ORDER_PARTITION_NAME,
+    "The order in which partitions are read and compared with the start offset: 'partition-name' (alphabetical "
+    "order of the names), 'create-time' (when the partition was created in the metastore, i.e. committed; Flink "
+    "takes the directory's modification time), 'partition-time' (the time extracted from the partition values "
+    "with partition.time-extractor.*). A partition that appears after a later one was read is skipped, as in Flink.",
+)
+STREAMING_SOURCE_CONSUME_ORDER = ConfigOption(
+    "streaming-source.consume-order",
+    enum_type(*PARTITION_ORDERS, case_sensitive=True),
+    None,
+    "Deprecated (as in Flink): the former name of 'streaming-source.partition-order'.",
+)
+STREAMING_SOURCE_CONSUME_START_OFFSET = ConfigOption(
+    "streaming-source.consume-start-offset",
+    STRING,
+    None,
+    "Where a new streaming read starts: for 'create-time' and 'partition-time' a timestamp "
+    "'yyyy-[m]m-[d]d [hh:mm:ss]' (partitions from that time on), for 'partition-name' a partition name such as "
+    "'dt=2020-10-01/hr=00' (partitions from that name on). Unset: every partition. A restarted query resumes "
+    "from its checkpoint instead.",
+)
+STREAMING_SOURCE_READ_RECOMMITS = ConfigOption(
+    "streaming-source.read-recommits",
+    BOOLEAN,
+    True,
+    "sqlext: when a partition that was read is committed again (late data), read the files that commit added, "
+    "once. Flink never reads rows added to a partition after it was read (false).",
+)
+
 ROLLING_FILE_SIZE = ConfigOption(
     "sink.rolling-policy.file-size",
     MEMORY_SIZE,
@@ -257,6 +320,16 @@ SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     SOURCE_IGNORE_CORRUPT_FILES,
 )
 
+STREAMING_SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
+    STREAMING_SOURCE_ENABLE,
+    STREAMING_SOURCE_PARTITION_INCLUDE,
+    STREAMING_SOURCE_MONITOR_INTERVAL,
+    STREAMING_SOURCE_PARTITION_ORDER,
+    STREAMING_SOURCE_CONSUME_ORDER,
+    STREAMING_SOURCE_CONSUME_START_OFFSET,
+    STREAMING_SOURCE_READ_RECOMMITS,
+)
+
 SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     ROLLING_FILE_SIZE,
     ROLLING_ROLLOVER_INTERVAL,
@@ -285,6 +358,7 @@ REQUIRED_OPTIONS: tuple[ConfigOption[Any], ...] = (PATH, FORMAT)
 OPTIONAL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     PARTITION_DEFAULT_NAME,
     *SOURCE_OPTIONS,
+    *STREAMING_SOURCE_OPTIONS,
     *SINK_OPTIONS,
     *FORMAT_OPTION_PREFIXES,
 )

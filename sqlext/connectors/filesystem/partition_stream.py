@@ -1,0 +1,141 @@
+"""The Spark side of the committed-partitions streaming source: a Python data source (Spark's
+``DataSourceStreamReader``) whose offsets are :mod:`sqlext.connectors.filesystem.streaming_source`'s.
+
+``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver in one Python process that Spark keeps
+for the query (they may keep a metastore connection and the time of the last poll); ``read`` runs on the
+executors, one task per file, and reads it with pyarrow through :mod:`sqlext.arrowfs` (the session's
+``spark.hadoop.*`` keys travel in the source's options).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem import streaming_source as ss
+from sqlext.options import Options
+
+
+@dataclass
+class FilePartition(InputPartition):
+    """One file a micro-batch reads, with its partition's values."""
+
+    uri: str
+    values: tuple[str, ...]
+
+
+class CommittedPartitionSource(DataSource):
+    """``format("sqlext-committed-partitions")``, option ``spec``: a :class:`SourceSpec` as JSON."""
+
+    @classmethod
+    def name(cls) -> str:
+        return ss.FORMAT_NAME
+
+    def schema(self) -> str:
+        return ss.SourceSpec.from_json(self.options["spec"]).schema_ddl()
+
+    def streamReader(self, schema: Any) -> CommittedPartitionReader:
+        return CommittedPartitionReader(ss.SourceSpec.from_json(self.options["spec"]), schema)
+
+
+class CommittedPartitionReader(DataSourceStreamReader):
+    """Offsets: what was read (see :func:`streaming_source.next_offset`); a micro-batch reads one file a task."""
+
+    def __init__(self, spec: ss.SourceSpec, schema: Any) -> None:
+        self.spec = spec
+        self.schema = schema
+        self.settings = spec.settings()
+        self._client: Any = None
+        self._next_poll = 0.0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
+
+    def initialOffset(self) -> dict[str, Any]:
+        return ss.initial_offset(self.settings)
+
+    def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
+        now = time.monotonic()
+        if now < self._next_poll:
+            return start
+        self._next_poll = now + self.settings.monitor_interval.total_seconds()
+        partitions = ss.poll(self.spec, self._metastore())
+        options = Options(self.spec.options)
+        success_file = options.get(fso.SUCCESS_FILE_NAME)
+        table_path = options.require(fso.PATH)
+        return ss.next_offset(
+            start,
+            partitions,
+            self.settings,
+            ss.key_function(self.spec, self.settings),
+            lambda partition: ss.list_partition_files(partition, success_file),
+            lambda partition: ss.compaction_merges(table_path, partition),
+        )
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        if start == end:
+            return []
+        return [FilePartition(file.uri, file.values) for file in ss.files_to_read(end)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, FilePartition)
+        yield from read_file(self.spec, self.schema, partition.uri, partition.values)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        return None
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _metastore(self) -> Any:
+        if self._client is None:
+            from sqlext.metastore.client import MetastoreClient
+
+            self._client = MetastoreClient(self.spec.metastore_uris)
+        return self._client
+
+
+def read_file(spec: ss.SourceSpec, schema: Any, uri: str, values: tuple[str, ...]) -> Iterator[Any]:
+    """A data file's rows as Arrow record batches in the source's schema (columns matched by name, case
+    insensitively; a column the file lacks reads as NULL), with its partition's values."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from sqlext import arrowfs
+
+    arrowfs.configure(spec.hadoop)
+    target = to_arrow_schema(schema, timezone="UTC")  # Spark takes tz-aware Arrow timestamps as instants
+    fmt = Options(spec.options).require(fso.FORMAT)
+    with arrowfs.ArrowBackend().open_input(uri) as handle:
+        rows = _read_format(fmt, handle)
+    by_name = {name.lower(): index for index, name in enumerate(rows.column_names)}
+    columns = []
+    data_count = len(spec.data_columns)
+    for position, field in enumerate(target):
+        if position >= data_count:
+            value = values[position - data_count]
+            columns.append(pa.array([value] * rows.num_rows, type=field.type))
+        elif field.name.lower() in by_name:
+            columns.append(rows.column(by_name[field.name.lower()]).cast(field.type))
+        else:
+            columns.append(pa.nulls(rows.num_rows, type=field.type))
+    yield from pa.Table.from_arrays(columns, schema=target).to_batches()
+
+
+def _read_format(fmt: str, handle: Any) -> Any:
+    if fmt == "orc":
+        from pyarrow import orc
+
+        return orc.ORCFile(handle).read()
+    import pyarrow.parquet as pq
+
+    return pq.read_table(handle)
