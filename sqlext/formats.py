@@ -11,9 +11,12 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **orc**: Spark's orc writer, as is.
 - **csv**: text in Hive's ``LazySimpleSerDe`` form (see :class:`CsvTextForm`): no quoting, the escape
   character before the delimiter, itself, the quote character, and ``\\n``/``\\r`` for line breaks
-  (``serialization.escape.crlf``), NULL as the null literal, Hive's text forms of values.
+  (``serialization.escape.crlf``), NULL as the null literal (escaped when ``csv.escape-character`` is
+  declared, as Flink's reader compares after unescaping), Hive's text forms of values, ``TIMESTAMP_LTZ``
+  in UTC with ``Z`` (Flink's form).
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
-  SerDes and Flink's json ``SQL`` standard read), decimals as numbers, bytes in base64, NULL fields as
+  SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
+  reads), decimals as numbers, bytes in base64, NULL fields as
   ``null``; the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark reads through the
   table's provider parameters.
 """
@@ -316,10 +319,14 @@ class CsvTextForm:
             plain = plain & (F.instr(raw, q) == 0)
         return F.when(plain, raw).otherwise(F.array_join(F.transform(tokens, decode), ""))
 
-    def parse(self, lines: SparkColumn, types: Sequence[tuple[str, str]]) -> tuple[list[SparkColumn], SparkColumn]:
+    def parse(
+        self, lines: SparkColumn, types: Sequence[tuple[str, str]], empty_is_null: Collection[str] = ()
+    ) -> tuple[list[SparkColumn], SparkColumn]:
         """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and whether the
         line parsed. A line with another number of fields, or a field that is not of its type, fails the
-        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row)."""
+        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row). An
+        empty field is NULL in a column that is not a string or bytes, and in ``empty_is_null`` (a string
+        column holding another type, such as a ``TIME``): Flink's csv writes NULL as an empty field."""
         from pyspark.sql import functions as F
 
         fields = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
@@ -329,12 +336,12 @@ class CsvTextForm:
             fields = F.when(parsed, fields).otherwise(F.raise_error(message))
         columns = []
         for index, (name, kind) in enumerate(types):
-            is_null, value = self._typed(F.get(fields, index), kind)
+            is_null, value = self._typed(F.get(fields, index), kind, name in empty_is_null)
             columns.append(F.when(is_null, F.lit(None).cast(kind)).otherwise(value).alias(name))
             parsed = parsed & (is_null | value.isNotNull())
         return columns, parsed
 
-    def _typed(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
+    def _typed(self, raw: SparkColumn, kind: str, empty_is_null: bool) -> tuple[SparkColumn, SparkColumn]:
         """(is NULL, value) of one raw field; with ``ignore_parse_errors`` a bad value is NULL, else it fails."""
         from pyspark.sql import functions as F
 
@@ -352,8 +359,8 @@ class CsvTextForm:
         else:
             text = self.unescape(raw)
             is_null = raw.isin(*self.null_forms)
-        if kind not in ("string", "binary"):
-            is_null = is_null | (raw == F.lit(""))  # Flink writes NULL as an empty field
+        if empty_is_null or kind not in ("string", "binary"):
+            is_null = is_null | (raw == F.lit(""))
         if kind == "string":
             value = text
         elif kind == "binary":
@@ -468,7 +475,8 @@ _PARAMETER_NOTES = {
     "csv": (
         "`field.delim` and `serialization.format` (`csv.field-delimiter`, default `,`), `escape.delim` "
         "(`csv.escape-character`, default `\\`), `serialization.escape.crlf` = `true`, "
-        "`serialization.null.format` (`csv.null-literal`, default `\\N`)"
+        "`serialization.null.format` (how NULL is written: `csv.null-literal`, default `\\N`, escaped when "
+        "`csv.escape-character` is declared), `timestamp.formats` (so Hive reads a `TIMESTAMP_LTZ` written with `Z`)"
     ),
     "json": (
         "`path`; the table also gets Spark's provider parameters (`spark.sql.sources.provider` = `json`, "
@@ -509,29 +517,62 @@ Forms written:
   2262-04-11 as it is (a warning says so).
 - **csv**: Hive's `LazySimpleSerDe` text: fields never quoted; the escape character before the delimiter,
   itself and the quote character; a line feed / carriage return as `\\n` / `\\r`; NULL as the null literal
-  (so an empty string stays empty); `true`/`false`; decimals in plain notation; dates `yyyy-MM-dd`;
-  timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads too);
-  `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW columns are refused at CREATE TABLE (as
-  Flink's csv refuses them). sqlext's filesystem source reads this form, and also a field quoted with
-  `csv.quote-character` (Flink's default output; `""` for a quote inside) and an empty field of a
-  non-string column as NULL. A quoted value holding a line break is not read (neither does Hive).
+  (so an empty string stays empty), escaped when `csv.escape-character` is declared (see below); a string
+  equal to the null literal with one more escape; `true`/`false`; decimals in plain notation; dates
+  `yyyy-MM-dd`; timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads
+  too); `TIMESTAMP_LTZ` in UTC with a `Z` (`2026-01-02 03:04:05.5Z`, Flink's form; Hive reads it through
+  `timestamp.formats`, at milliseconds); `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW
+  columns are refused at CREATE TABLE (as Flink's csv refuses them). sqlext's filesystem source reads this
+  form, and also what Flink's csv writes: a field quoted with `csv.quote-character` (`""` for a quote inside;
+  escapes inside only when `csv.escape-character` is declared, as Flink writes them), line breaks inside
+  quotes (with a quote character each csv file is read whole, as Flink reads one, so a file must fit in a
+  task's memory; `csv.disable-quote-character` = `true` reads line by line), the bare null literal, and an
+  empty field of a non-string column as NULL.
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
-  `SQL`, Flink's default; `ISO-8601` writes a `T`), dates `yyyy-MM-dd`, decimals as numbers, bytes in
-  base64, NULL fields as `null` (`json.encode.ignore-null-fields` = `true` omits them).
+  `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
+  `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
+  (`json.encode.ignore-null-fields` = `true` omits them).
 
 Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
 `spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's
 filesystem source, for every format; the json Hive SerDe is not run here (pyspark ships Hive 2.3 jars
-without `hive-hcatalog-core`).
+without `hive-hcatalog-core`), so whether it reads a `TIMESTAMP_LTZ`'s `Z` is not verified.
 
-Differences from Flink's csv format, on purpose (so Hive reads what sqlext writes): `csv.escape-character`
-defaults to `\\` (Flink: none) and `csv.null-literal` to `\\N` (Flink writes NULL as an empty field), and
-values are never quoted.
+### Differences from Flink
 
-Flink, run side by side (`tests/test_flink_files.py`, marker `flink`): sqlext's source reads every value
-Flink's json wrote, and every value Flink's csv wrote except a quoted value holding a line break. Flink's
-own readers do not yet read everything sqlext writes, and the tests keep both cases as expected failures:
-Flink's csv, told `'csv.escape-character' = '\\'` and `'csv.null-literal' = '\\N'`, unescapes the NULL
-literal to `N` before it compares it, so a NULL in a non-string column fails the Flink job; Flink's json
-refuses a `TIMESTAMP_LTZ` written without its `Z` suffix (sqlext writes Hive's `timestamp` form).
+csv, on purpose (so Hive reads what sqlext writes): `csv.escape-character` defaults to `\\` (Flink: none)
+and `csv.null-literal` to `\\N` (Flink: none, NULL written as an empty field), and values are never quoted.
+Flink's csv with its own defaults cannot hold what Hive needs: without an escape character a delimiter or
+line break must be quoted (Hive's `LazySimpleSerDe` reads quotes as text and a quoted line break as two
+rows), and without a null literal Flink writes a NULL and an empty string alike, and its reader refuses an
+empty field of a non-string column (its own NULLs).
+
+To read and write the same csv files in Flink and sqlext (and Hive), declare both options, the same DDL
+in both engines:
+
+```sql
+'format' = 'csv', 'csv.escape-character' = '\\', 'csv.null-literal' = '\\N'
+```
+
+(in sqlext's SQL a backslash in a string literal is itself escaped, as in Spark: `'\\\\'`, `'\\\\N'`). Flink's
+csv reader unescapes a field before it compares it with the null literal, so with a declared escape
+character sqlext writes NULL escaped (`\\\\N`) and gives the HMS that text as `serialization.null.format`;
+Hive, Flink and sqlext then all read NULL. What stays different, verified side by side
+(`tests/test_flink_files.py`, marker `flink`):
+
+- a string equal to the null literal (`\\N` here): sqlext writes it with one more escape (`\\\\\\N`), and
+  Hive and sqlext read it back; Flink reads NULL (a field equal to the literal after unescaping, quoted or
+  not, is NULL to Flink; its own writer's output too);
+- Flink's writer writes NULL as the bare literal (`\\N`), which Flink's own reader unescapes to `N`; sqlext's
+  source reads it as NULL; Hive, given sqlext's `serialization.null.format`, reads `N`;
+- files Flink wrote with its csv defaults: sqlext's source reads every value, except that a NULL string
+  or bytes column reads back empty, as in Flink (Flink writes NULL and empty alike);
+- after the escape character Flink reads `t` as a tab and `0` as NUL; sqlext and Hive read the letter
+  (sqlext never writes these);
+- a null literal some string cannot be told apart from in Hive's form (`\\n` with escape `\\`) is refused
+  at CREATE TABLE.
+
+json: `TIMESTAMP_LTZ` is written in UTC with `Z` as Flink's json writes and reads it; sqlext's source
+reads a timestamp with or without a zone suffix. Flink's filesystem source reads what sqlext wrote and
+sqlext's source reads what Flink wrote (csv and json), every value equal, apart from the csv cases above.
 """

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ pytestmark = [pytest.mark.flink, pytest.mark.spark, pytest.mark.hms, pytest.mark
 DATABASE = "flinkfiles"
 TEXT_FORMATS = ("csv", "json")
 _TIME = re.compile(r"\d\d:\d\d:\d\d")
-_TEXT_TYPES = ("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES", "TIME")
+_TEXT_TYPES = ("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES")
 _TIME_COLUMN = [name for name, _ in interop.COLUMNS].index("c_time")
 
 
@@ -81,13 +82,18 @@ def _ddl(name: str, fmt: str, columns_of: str, path: Path, options: dict[str, st
     return f"CREATE TABLE {name} ({interop.ddl_columns(columns_of)}) PARTITIONED BY (p) WITH ({rendered})"
 
 
+#: Types a Flink SELECT returns as text: PyFlink hands timestamps to Python at milliseconds (and no
+#: ``Instant`` at all) and a FLOAT as the shortest decimal of the float, so :func:`_from_flink_text` parses them.
+_AS_TEXT = ("TIMESTAMP", "FLOAT")
+
+
 def _select(name: str, columns_of: str, engine: str = "sqlext") -> str:
-    """A SELECT of the matrix's columns; for Flink a ``TIMESTAMP_LTZ`` as its wall-clock time in the job's
-    zone (UTC), as the driver returns no ``Instant``."""
+    """A SELECT of the matrix's columns; for Flink the :data:`_AS_TEXT` types cast to STRING (a
+    ``TIMESTAMP_LTZ`` as its wall-clock time in the job's zone, UTC)."""
 
     def column(name: str, flink_type: str) -> str:
-        if engine == "flink" and flink_type.startswith("TIMESTAMP_LTZ"):
-            return f"CAST(`{name}` AS TIMESTAMP{flink_type[len('TIMESTAMP_LTZ') :]}) AS `{name}`"
+        if engine == "flink" and flink_type.startswith(_AS_TEXT):
+            return f"CAST(`{name}` AS STRING) AS `{name}`"
         return f"`{name}`"
 
     return f"SELECT {', '.join(column(c, t) for c, t in interop.columns_for(columns_of))} FROM {name}"
@@ -159,8 +165,8 @@ def flink_written(flink: Flink, tmp_path_factory: pytest.TempPathFactory) -> dic
 
 def _as_flink_default_csv_reads(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """What Flink's csv with its defaults keeps of a row: it writes a NULL and an empty value alike (an
-    empty field), so a NULL in a string, bytes or TIME column (sqlext keeps TIME as text) reads back
-    empty, as Flink itself reads it (documented in docs/connectors.md)."""
+    empty field), so a NULL in a string or bytes column reads back empty, as Flink itself reads it
+    (docs/connectors.md)."""
     values = list(row)
     for index in _TEXT_COLUMNS:
         if values[index] is None:
@@ -220,6 +226,21 @@ def sqlext_written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield written
 
 
+def _from_flink_text(rows: list[list[Any]], columns_of: str) -> list[list[Any]]:
+    """Rows of a :func:`_select` for Flink with the :data:`_AS_TEXT` columns parsed back."""
+    types = [t for _, t in interop.columns_for(columns_of)]
+
+    def parse(text: Any, flink_type: str) -> Any:
+        if text is None or not flink_type.startswith(_AS_TEXT):
+            return text
+        if flink_type == "FLOAT":
+            return struct.unpack("f", struct.pack("f", float(text)))[0]
+        whole, _, fraction = text.partition(".")
+        return datetime.fromisoformat(f"{whole}.{fraction[:6]:0<6}")
+
+    return [[parse(v, t) for v, t in zip(row, types, strict=True)] for row in rows]
+
+
 def _as_flink_reads(row: tuple[Any, ...]) -> tuple[Any, ...]:
     """Flink's csv reads a field equal to the null literal as NULL, also an escaped or quoted one (its own
     writer's output too), so a string that is the null literal cannot come back (docs/connectors.md)."""
@@ -253,6 +274,7 @@ def test_flink_reads_every_value_sqlext_wrote(
     path = sqlext_written[fmt]
     ddl = _ddl("t", fmt, fmt, path, SQLEXT_WRITTEN_OPTIONS[fmt])
     rows = flink.query([ddl, _select("t", fmt, "flink")], mode="batch", **{"table.local-time-zone": "UTC"})
+    rows = _from_flink_text(rows, fmt)
     interop.assert_rows_equal(fmt, f"Flink's source reading sqlext's {fmt}", rows)
 
 
