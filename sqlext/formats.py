@@ -526,8 +526,8 @@ Forms written:
   form, and also what Flink's csv writes: a field quoted with `csv.quote-character` (`""` for a quote inside;
   escapes inside only when `csv.escape-character` is declared, as Flink writes them), line breaks inside
   quotes (with a quote character each csv file is read whole, as Flink reads one, so a file must fit in a
-  task's memory; `csv.disable-quote-character` = `true` reads line by line), the bare null literal, and an
-  empty field of a non-string column as NULL.
+  task's memory, and Spark's streaming progress counts it as one input row; `csv.disable-quote-character`
+  = `true` reads line by line), the bare null literal, and an empty field of a non-string column as NULL.
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`

@@ -14,9 +14,10 @@ As a source:
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
-- csv is read as text lines and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
-  :class:`sqlext.formats.CsvTextForm`), which also takes Flink's quoted fields; json options lose their
-  prefix and take Spark's names (see :func:`reader_options`);
+- csv is read as text and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
+  :class:`sqlext.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
+  breaks inside quotes: with a quote character a file is read whole, as Flink reads it); json options
+  lose their prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
   that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
