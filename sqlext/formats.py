@@ -319,14 +319,11 @@ class CsvTextForm:
             plain = plain & (F.instr(raw, q) == 0)
         return F.when(plain, raw).otherwise(F.array_join(F.transform(tokens, decode), ""))
 
-    def parse(
-        self, lines: SparkColumn, types: Sequence[tuple[str, str]], empty_is_null: Collection[str] = ()
-    ) -> tuple[list[SparkColumn], SparkColumn]:
+    def parse(self, lines: SparkColumn, types: Sequence[tuple[str, str]]) -> tuple[list[SparkColumn], SparkColumn]:
         """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and whether the
         line parsed. A line with another number of fields, or a field that is not of its type, fails the
         read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row). An
-        empty field is NULL in a column that is not a string or bytes, and in ``empty_is_null`` (a string
-        column holding another type, such as a ``TIME``): Flink's csv writes NULL as an empty field."""
+        empty field is NULL in a column that is not a string or bytes (Flink's csv writes NULL so)."""
         from pyspark.sql import functions as F
 
         fields = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
@@ -336,12 +333,12 @@ class CsvTextForm:
             fields = F.when(parsed, fields).otherwise(F.raise_error(message))
         columns = []
         for index, (name, kind) in enumerate(types):
-            is_null, value = self._typed(F.get(fields, index), kind, name in empty_is_null)
+            is_null, value = self._typed(F.get(fields, index), kind)
             columns.append(F.when(is_null, F.lit(None).cast(kind)).otherwise(value).alias(name))
             parsed = parsed & (is_null | value.isNotNull())
         return columns, parsed
 
-    def _typed(self, raw: SparkColumn, kind: str, empty_is_null: bool) -> tuple[SparkColumn, SparkColumn]:
+    def _typed(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
         """(is NULL, value) of one raw field; with ``ignore_parse_errors`` a bad value is NULL, else it fails."""
         from pyspark.sql import functions as F
 
@@ -359,7 +356,7 @@ class CsvTextForm:
         else:
             text = self.unescape(raw)
             is_null = raw.isin(*self.null_forms)
-        if empty_is_null or kind not in ("string", "binary"):
+        if kind not in ("string", "binary"):
             is_null = is_null | (raw == F.lit(""))
         if kind == "string":
             value = text
@@ -565,8 +562,9 @@ Hive, Flink and sqlext then all read NULL. What stays different, verified side b
   not, is NULL to Flink; its own writer's output too);
 - Flink's writer writes NULL as the bare literal (`\\N`), which Flink's own reader unescapes to `N`; sqlext's
   source reads it as NULL; Hive, given sqlext's `serialization.null.format`, reads `N`;
-- files Flink wrote with its csv defaults: sqlext's source reads every value, except that a NULL string
-  or bytes column reads back empty, as in Flink (Flink writes NULL and empty alike);
+- files Flink wrote with its csv defaults: sqlext's source reads every value, except that a NULL string,
+  bytes or `TIME` column (sqlext keeps a `TIME` as text) reads back empty, as in Flink (Flink writes
+  NULL and empty alike);
 - after the escape character Flink reads `t` as a tab and `0` as NUL; sqlext and Hive read the letter
   (sqlext never writes these);
 - a null literal some string cannot be told apart from in Hive's form (`\\n` with escape `\\`) is refused

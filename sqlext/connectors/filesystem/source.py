@@ -146,8 +146,7 @@ def _read_csv_text(
         lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
-    not_text = [c.name for c in table.physical_columns if c not in dir_columns and c.type.upper().startswith("TIME(")]
-    fields, parsed = form.parse(F.col("value"), data, not_text)
+    fields, parsed = form.parse(F.col("value"), data)
     others = [
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
