@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +43,7 @@ from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import TableNotFoundError, ValidationError
-from sqlext.formats import CsvTextForm
+from sqlext.formats import CsvTextForm, ltz_columns
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import RetryPolicy
 from sqlext.options import parse_duration
@@ -222,7 +222,13 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
         uri = join(staging, name)
         with fs.open_output(uri) as out:
             form = CsvTextForm.from_options(self.settings.format_options) if self.settings.format == "csv" else None
-            _write_format(self.settings.format, data, out, form)
+            _write_format(
+                self.settings.format,
+                data,
+                out,
+                form,
+                ltz_columns([(c.name, c.type) for c in self.settings.table.physical_columns]),
+            )
         return StagedFile(uri, _size(fs, uri), values, data.num_rows)
 
     # -- driver ----------------------------------------------------------------------------------
@@ -290,7 +296,9 @@ def _split_by_keys(rows: Any, keys: tuple[str, ...]) -> Iterator[tuple[list[str 
         yield values, rows.filter(mask)
 
 
-def _write_format(file_format: str, rows: Any, out: Any, form: CsvTextForm | None = None) -> None:
+def _write_format(
+    file_format: str, rows: Any, out: Any, form: CsvTextForm | None = None, ltz: Sequence[str] = ()
+) -> None:
     """One staged file; csv in the table's text form (see :mod:`sqlext.formats`), as the sink writes it."""
     if file_format == "parquet":
         import pyarrow.parquet as pq
@@ -302,7 +310,7 @@ def _write_format(file_format: str, rows: Any, out: Any, form: CsvTextForm | Non
 
         orc.write_table(_naive_timestamps(rows), out)
     else:
-        out.write(form.encode_rows(rows) if form else b"")
+        out.write(form.encode_rows(rows, ltz) if form else b"")
 
 
 def _naive_timestamps(rows: Any) -> Any:

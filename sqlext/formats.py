@@ -11,9 +11,12 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **orc**: Spark's orc writer, as is.
 - **csv**: text in Hive's ``LazySimpleSerDe`` form (see :class:`CsvTextForm`): no quoting, the escape
   character before the delimiter, itself, the quote character, and ``\\n``/``\\r`` for line breaks
-  (``serialization.escape.crlf``), NULL as the null literal, Hive's text forms of values.
+  (``serialization.escape.crlf``), NULL as the null literal (escaped when ``csv.escape-character`` is
+  declared, as Flink's reader compares after unescaping), Hive's text forms of values, ``TIMESTAMP_LTZ``
+  in UTC with ``Z`` (Flink's form).
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
-  SerDes and Flink's json ``SQL`` standard read), decimals as numbers, bytes in base64, NULL fields as
+  SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
+  reads), decimals as numbers, bytes in base64, NULL fields as
   ``null``; the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark reads through the
   table's provider parameters.
 """
@@ -21,9 +24,9 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +52,9 @@ JSON_WRITE_TIMESTAMP_FORMATS = {
     "SQL": "yyyy-MM-dd HH:mm:ss.SSSSSS",
     "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
 }
+#: Hive's ``timestamp.formats`` (Joda patterns) for a ``TIMESTAMP_LTZ`` written as Flink's csv and json read
+#: it (UTC, ``Z``); Hive tries them first and falls back to its own form for other timestamps.
+HIVE_LTZ_TIMESTAMP_FORMATS = "yyyy-MM-dd HH:mm:ss.SSSZ,yyyy-MM-dd HH:mm:ssZ"
 #: Types csv cannot hold (Flink's csv format refuses them too).
 CSV_UNSUPPORTED = ("ARRAY", "MAP", "MULTISET", "ROW")
 
@@ -132,6 +138,9 @@ class CsvTextForm:
     null_literal: str = "\\N"
     ignore_parse_errors: bool = False
     allow_comments: bool = False
+    #: Whether the table declares ``csv.escape-character``: Flink's reader then unescapes a field (quoted
+    #: too) before it compares it with the null literal, so NULL is written escaped.
+    escape_declared: bool = False
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CsvTextForm:
@@ -144,6 +153,7 @@ class CsvTextForm:
             null_literal=options.get("null-literal", "\\N"),
             ignore_parse_errors=_enabled(options, "ignore-parse-errors"),
             allow_comments=_enabled(options, "allow-comments"),
+            escape_declared="escape-character" in options,
         )
         special = {"field-delimiter": form.delimiter, "escape-character": form.escape}
         if form.quote is not None:
@@ -154,7 +164,66 @@ class CsvTextForm:
                 f"from line breaks; got {', '.join(f'{k}={v!r}' for k, v in special.items())}.",
                 option="csv.escape-character",
             )
+        form.collisions()  # refuses a null literal that some string cannot be told apart from
         return form
+
+    @property
+    def null_text(self) -> str:
+        """How NULL is written: the null literal, escaped when ``csv.escape-character`` is declared (Flink's
+        csv reader unescapes a field before comparing it with the literal; the HMS gets this text)."""
+        return self.standard(self.null_literal) if self.escape_declared else self.null_literal
+
+    @property
+    def null_forms(self) -> tuple[str, ...]:
+        """Unquoted fields read as NULL: :attr:`null_text`, and the bare literal (Flink's writer's NULL)."""
+        return tuple(dict.fromkeys((self.null_text, self.null_literal)))
+
+    def standard(self, text: str) -> str:
+        """``text`` in this form, escaped (the Python twin of :meth:`escape_text`)."""
+        return "".join(self._escaped_char(c) for c in text)
+
+    def _escaped_char(self, char: str) -> str:
+        e = self.escape
+        if char in (e, self.delimiter) or (self.quote is not None and char == self.quote):
+            return e + char
+        return {"\n": e + "n", "\r": e + "r"}.get(char, char)
+
+    def _distinct(self, text: str) -> str | None:
+        """``text`` written so that it differs from its :meth:`standard` form yet reads back the same in
+        Hive and in sqlext: one more escape, before the first character Hive unescapes to itself (any
+        character but ``n`` and ``r``, which Hive reads as line breaks); None if there is none."""
+        for index, char in enumerate(text):
+            if self._escaped_char(char) == char and char not in "nr":
+                return self.standard(text[:index]) + self.escape + char + self.standard(text[index + 1 :])
+        return None
+
+    def collisions(self) -> dict[str, str]:
+        """Strings whose :meth:`standard` form would read as NULL, and the form written instead."""
+        found = {}
+        for text in (self.null_literal, self.hive_unescape(self.null_literal)):
+            if self.standard(text) in self.null_forms:
+                written = self._distinct(text)
+                if written is None:
+                    raise OptionError(
+                        f"Option 'csv.null-literal' = {self.null_literal!r}: the string {text!r} could not be "
+                        "written so that it reads back as a string and not as NULL. Choose another null literal.",
+                        option="csv.null-literal",
+                        value=self.null_literal,
+                    )
+                found[text] = written
+        return found
+
+    def hive_unescape(self, text: str) -> str:
+        """``text`` as Hive's ``LazySimpleSerDe`` unescapes a string (``n``/``r`` after the escape: line breaks)."""
+        e, out, index = self.escape, [], 0
+        while index < len(text):
+            if text[index] == e and index + 1 < len(text):
+                out.append({"n": "\n", "r": "\r"}.get(text[index + 1], text[index + 1]))
+                index += 2
+            else:
+                out.append(text[index])
+                index += 1
+        return "".join(out)
 
     def serde(self) -> dict[str, str]:
         """LazySimpleSerDe's parameters for this form."""
@@ -163,7 +232,8 @@ class CsvTextForm:
             "serialization.format": self.delimiter,
             "escape.delim": self.escape,
             "serialization.escape.crlf": "true",
-            "serialization.null.format": self.null_literal,
+            "serialization.null.format": self.null_text,
+            "timestamp.formats": HIVE_LTZ_TIMESTAMP_FORMATS,
         }
 
     # -- writing ------------------------------------------------------------------------------------
@@ -178,8 +248,9 @@ class CsvTextForm:
         escaped = F.replace(escaped, F.lit("\n"), F.lit(self.escape + "n"))
         return F.replace(escaped, F.lit("\r"), F.lit(self.escape + "r"))
 
-    def line(self, frame: DataFrame, columns: Sequence[str]) -> SparkColumn:
-        """One text line per row of ``frame``: its ``columns`` in this form."""
+    def line(self, frame: DataFrame, columns: Sequence[str], ltz: Collection[str] = ()) -> SparkColumn:
+        """One text line per row of ``frame``: its ``columns`` in this form (``ltz``: the ``TIMESTAMP_LTZ``
+        ones, written in UTC with ``Z`` as Flink's csv reads them)."""
         from pyspark.sql import functions as F
 
         fields = []
@@ -191,28 +262,49 @@ class CsvTextForm:
                 text = F.regexp_replace(F.base64(value), "[\\r\\n]", "")
             elif kind == "string":
                 text = value
+            elif name in ltz:
+                text = utc_text(value)
             else:
                 text = value.cast("string")
-            fields.append(F.coalesce(self.escape_text(text), F.lit(self.null_literal)))
+            escaped = self.escape_text(text)
+            if kind == "string":
+                for string, written in self.collisions().items():
+                    escaped = F.when(text == F.lit(string), F.lit(written)).otherwise(escaped)
+            fields.append(F.coalesce(escaped, F.lit(self.null_text)))
         return F.concat_ws(self.delimiter, *fields)
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def _pattern(self) -> str:
-        """A Java regex matching the delimiter before a field, and the field (group 1)."""
+    def _field(self, line_end: str) -> str:
+        """A Java regex matching one field, ended by the delimiter or ``line_end`` (a lookahead). Runs of
+        plain characters are matched possessively, so a long value does not deepen the regex's recursion."""
         d, e = _regex_char(self.delimiter), _regex_char(self.escape)
-        unquoted = f"(?:[^{e}{d}]|{e}.)*"
+        unquoted = f"(?:[^{e}{d}\\r\\n]++|{e}.)*+"
         if self.quote is None:
-            return f"(?s){d}({unquoted})"
+            return unquoted
         q = _regex_char(self.quote)
-        return f"(?s){d}({q}(?:[^{q}]|{q}{q})*{q}(?={d}|$)|{unquoted})"
+        inside = f"(?:[^{q}{e}]++|{q}{q}|{e}.)*+" if self.escape_declared else f"(?:[^{q}]++|{q}{q})*+"
+        return f"(?:{q}{inside}{q}(?={d}|{line_end})|{unquoted})"
 
-    def unescape(self, raw: SparkColumn) -> SparkColumn:
-        """A raw unquoted field without its escapes (``\\n`` and ``\\r``: line breaks)."""
+    def _pattern(self) -> str:
+        """A Java regex matching the delimiter before a field, and the field (group 1), in one record."""
+        return f"(?s){_regex_char(self.delimiter)}({self._field('$')})"
+
+    def record_pattern(self) -> str:
+        """A Java regex matching one record of a file's text (group 1), and the line break after it: a
+        quoted field may hold line breaks (Flink's csv quotes such values)."""
+        end = "\\r\\n|\\n|\\r|\\z"
+        field = self._field(f"(?:{end})")
+        return f"(?s)(?!\\z)({field}(?:{_regex_char(self.delimiter)}{field})*+)(?:{end})?"
+
+    def unescape(self, raw: SparkColumn, quoted: bool = False) -> SparkColumn:
+        """A raw field without its escapes (``\\n`` and ``\\r``: line breaks, as Hive reads them); for the
+        inside of a quoted field (``quoted``) also a doubled quote character as one."""
         from pyspark.sql import functions as F
 
-        e = self.escape
-        tokens = F.regexp_extract_all(raw, F.lit(f"(?s)({_regex_char(e)}.|.)"), 1)
+        e, q = self.escape, self.quote or ""
+        doubled = f"{_regex_char(q)}{_regex_char(q)}|" if quoted and q else ""
+        tokens = F.regexp_extract_all(raw, F.lit(f"(?s)({doubled}{_regex_char(e)}.|.)"), 1)
 
         def decode(token: SparkColumn) -> SparkColumn:
             return (
@@ -222,12 +314,16 @@ class CsvTextForm:
                 .otherwise(token)
             )
 
-        return F.when(F.instr(raw, e) == 0, raw).otherwise(F.array_join(F.transform(tokens, decode), ""))
+        plain = F.instr(raw, e) == 0
+        if doubled:
+            plain = plain & (F.instr(raw, q) == 0)
+        return F.when(plain, raw).otherwise(F.array_join(F.transform(tokens, decode), ""))
 
     def parse(self, lines: SparkColumn, types: Sequence[tuple[str, str]]) -> tuple[list[SparkColumn], SparkColumn]:
         """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and whether the
         line parsed. A line with another number of fields, or a field that is not of its type, fails the
-        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row)."""
+        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row). An
+        empty field is NULL in a column that is not a string or bytes (Flink's csv writes NULL so)."""
         from pyspark.sql import functions as F
 
         fields = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
@@ -249,14 +345,19 @@ class CsvTextForm:
         if self.quote is not None:
             q = self.quote
             quoted = F.startswith(raw, F.lit(q)) & F.endswith(raw, F.lit(q)) & (F.length(raw) >= 2)
-            inner = F.replace(F.substring(raw, 2, F.length(raw) - 2), F.lit(q * 2), F.lit(q))
+            inside = F.substring(raw, 2, F.length(raw) - 2)
+            # Inside quotes Flink's csv applies the escape character only when the table declares one.
+            if self.escape_declared:
+                inner = self.unescape(inside, quoted=True)
+            else:
+                inner = F.replace(inside, F.lit(q * 2), F.lit(q))
             text = F.when(quoted, inner).otherwise(self.unescape(raw))
-            is_null = ~quoted & (raw == F.lit(self.null_literal))
+            is_null = ~quoted & raw.isin(*self.null_forms)
         else:
             text = self.unescape(raw)
-            is_null = raw == F.lit(self.null_literal)
+            is_null = raw.isin(*self.null_forms)
         if kind not in ("string", "binary"):
-            is_null = is_null | (raw == F.lit(""))  # Flink writes NULL as an empty field
+            is_null = is_null | (raw == F.lit(""))
         if kind == "string":
             value = text
         elif kind == "binary":
@@ -267,10 +368,13 @@ class CsvTextForm:
             value = text.cast(kind)
         return raw.isNull() | F.coalesce(is_null, F.lit(False)), value
 
-    def encode_value(self, value: Any) -> str:
-        """One Python value (as pyarrow gives it) in this form; the Python twin of :meth:`line`."""
+    def encode_value(self, value: Any, ltz: bool = False) -> str:
+        """One Python value (as pyarrow gives it) in this form; the Python twin of :meth:`line` (``ltz``:
+        a ``TIMESTAMP_LTZ``, written in UTC with ``Z``)."""
         if value is None:
-            return self.null_literal
+            return self.null_text
+        if isinstance(value, str):
+            return self.collisions().get(value) or self.standard(value)
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, bytes):
@@ -278,22 +382,24 @@ class CsvTextForm:
         elif isinstance(value, Decimal):
             text = format(value, "f")
         elif isinstance(value, datetime):
+            if ltz and value.tzinfo is not None:
+                value = value.astimezone(UTC)
             text = value.replace(tzinfo=None).isoformat(sep=" ")
             if "." in text:
                 text = text.rstrip("0")
+            text += "Z" if ltz else ""
         else:
             text = value.isoformat() if isinstance(value, date) else str(value)
-        e = self.escape
-        text = text.replace(e, e * 2).replace(self.delimiter, e + self.delimiter)
-        if self.quote:
-            text = text.replace(self.quote, e + self.quote)
-        return text.replace("\n", e + "n").replace("\r", e + "r")
+        return self.standard(text)
 
-    def encode_rows(self, rows: Any) -> bytes:
-        """A pyarrow table as lines of this form (timestamps as wall-clock time in their column's zone)."""
+    def encode_rows(self, rows: Any, ltz: Collection[str] = ()) -> bytes:
+        """A pyarrow table as lines of this form (timestamps as wall-clock time in their column's zone;
+        ``ltz``: the ``TIMESTAMP_LTZ`` columns, written in UTC with ``Z``)."""
         columns = [rows.column(i).to_pylist() for i in range(rows.num_columns)]
+        is_ltz = [name in ltz for name in rows.column_names]
         lines = (
-            self.delimiter.join(self.encode_value(v) for v in values) + "\n" for values in zip(*columns, strict=True)
+            self.delimiter.join(self.encode_value(v, zoned) for v, zoned in zip(values, is_ltz, strict=True)) + "\n"
+            for values in zip(*columns, strict=True)
         )
         return "".join(lines).encode("utf-8")
 
@@ -303,11 +409,25 @@ def _regex_char(char: str) -> str:
     return f"\\x{{{ord(char):x}}}"
 
 
+def utc_text(value: SparkColumn, pattern: str | None = None) -> SparkColumn:
+    """A timestamp column as Flink writes a ``TIMESTAMP_LTZ`` in csv and json: UTC wall-clock time and
+    ``Z`` (``pattern``: Spark's datetime pattern; default: Spark's text, trailing zeros dropped)."""
+    from pyspark.sql import functions as F
+
+    utc = F.to_utc_timestamp(value, F.current_timezone())
+    return F.concat(utc.cast("string") if pattern is None else F.date_format(utc, pattern), F.lit("Z"))
+
+
+def ltz_columns(columns: Sequence[tuple[str, str]]) -> list[str]:
+    """The names of the ``TIMESTAMP_LTZ`` columns among ``columns`` ((name, Flink type))."""
+    return [name for name, flink_type in columns if flink_type.upper().startswith("TIMESTAMP_LTZ")]
+
+
 def prepare_write(
-    fmt: str, format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str]
+    fmt: str, format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str], ltz: Collection[str] = ()
 ) -> tuple[DataFrame, str, dict[str, str]]:
     """The frame, Spark format and writer options that write ``rows`` in the form every reader of the
-    table's HMS descriptor reads back (see the module docstring)."""
+    table's HMS descriptor reads back (see the module docstring); ``ltz``: the ``TIMESTAMP_LTZ`` columns."""
     if fmt == "parquet":
         return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":
@@ -315,10 +435,16 @@ def prepare_write(
 
         form = CsvTextForm.from_options(format_options)
         data = [name for name in rows.columns if name not in keys]
-        frame = rows.select(form.line(rows, data).alias("value"), *(F.col(f"`{k}`") for k in keys))
+        frame = rows.select(form.line(rows, data, ltz).alias("value"), *(F.col(f"`{k}`") for k in keys))
         return frame, "text", {}
     if fmt == "json":
-        return rows, "json", json_write_options(format_options)
+        options = json_write_options(format_options)
+        if ltz:
+            pattern = options["timestampFormat"]
+            rows = rows.select(
+                *(utc_text(rows[f"`{c}`"], pattern).alias(c) if c in ltz else f"`{c}`" for c in rows.columns)
+            )
+        return rows, "json", options
     return rows, fmt, dict(format_options)
 
 
@@ -346,7 +472,8 @@ _PARAMETER_NOTES = {
     "csv": (
         "`field.delim` and `serialization.format` (`csv.field-delimiter`, default `,`), `escape.delim` "
         "(`csv.escape-character`, default `\\`), `serialization.escape.crlf` = `true`, "
-        "`serialization.null.format` (`csv.null-literal`, default `\\N`)"
+        "`serialization.null.format` (how NULL is written: `csv.null-literal`, default `\\N`, escaped when "
+        "`csv.escape-character` is declared), `timestamp.formats` (so Hive reads a `TIMESTAMP_LTZ` written with `Z`)"
     ),
     "json": (
         "`path`; the table also gets Spark's provider parameters (`spark.sql.sources.provider` = `json`, "
@@ -387,29 +514,63 @@ Forms written:
   2262-04-11 as it is (a warning says so).
 - **csv**: Hive's `LazySimpleSerDe` text: fields never quoted; the escape character before the delimiter,
   itself and the quote character; a line feed / carriage return as `\\n` / `\\r`; NULL as the null literal
-  (so an empty string stays empty); `true`/`false`; decimals in plain notation; dates `yyyy-MM-dd`;
-  timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads too);
-  `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW columns are refused at CREATE TABLE (as
-  Flink's csv refuses them). sqlext's filesystem source reads this form, and also a field quoted with
-  `csv.quote-character` (Flink's default output; `""` for a quote inside) and an empty field of a
-  non-string column as NULL. A quoted value holding a line break is not read (neither does Hive).
+  (so an empty string stays empty), escaped when `csv.escape-character` is declared (see below); a string
+  equal to the null literal with one more escape; `true`/`false`; decimals in plain notation; dates
+  `yyyy-MM-dd`; timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads
+  too); `TIMESTAMP_LTZ` in UTC with a `Z` (`2026-01-02 03:04:05.5Z`, Flink's form; Hive reads it through
+  `timestamp.formats`, at milliseconds); `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW
+  columns are refused at CREATE TABLE (as Flink's csv refuses them). sqlext's filesystem source reads this
+  form, and also what Flink's csv writes: a field quoted with `csv.quote-character` (`""` for a quote inside;
+  escapes inside only when `csv.escape-character` is declared, as Flink writes them), line breaks inside
+  quotes (with a quote character each csv file is read whole, as Flink reads one, so a file must fit in a
+  task's memory, and Spark's streaming progress counts it as one input row; `csv.disable-quote-character`
+  = `true` reads line by line), the bare null literal, and an empty field of a non-string column as NULL.
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
-  `SQL`, Flink's default; `ISO-8601` writes a `T`), dates `yyyy-MM-dd`, decimals as numbers, bytes in
-  base64, NULL fields as `null` (`json.encode.ignore-null-fields` = `true` omits them).
+  `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
+  `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
+  (`json.encode.ignore-null-fields` = `true` omits them).
 
 Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
 `spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's
 filesystem source, for every format; the json Hive SerDe is not run here (pyspark ships Hive 2.3 jars
-without `hive-hcatalog-core`).
+without `hive-hcatalog-core`), so whether it reads a `TIMESTAMP_LTZ`'s `Z` is not verified.
 
-Differences from Flink's csv format, on purpose (so Hive reads what sqlext writes): `csv.escape-character`
-defaults to `\\` (Flink: none) and `csv.null-literal` to `\\N` (Flink writes NULL as an empty field), and
-values are never quoted.
+### Differences from Flink
 
-Flink, run side by side (`tests/test_flink_files.py`, marker `flink`): sqlext's source reads every value
-Flink's json wrote, and every value Flink's csv wrote except a quoted value holding a line break. Flink's
-own readers do not yet read everything sqlext writes, and the tests keep both cases as expected failures:
-Flink's csv, told `'csv.escape-character' = '\\'` and `'csv.null-literal' = '\\N'`, unescapes the NULL
-literal to `N` before it compares it, so a NULL in a non-string column fails the Flink job; Flink's json
-refuses a `TIMESTAMP_LTZ` written without its `Z` suffix (sqlext writes Hive's `timestamp` form).
+csv, on purpose (so Hive reads what sqlext writes): `csv.escape-character` defaults to `\\` (Flink: none)
+and `csv.null-literal` to `\\N` (Flink: none, NULL written as an empty field), and values are never quoted.
+Flink's csv with its own defaults cannot hold what Hive needs: without an escape character a delimiter or
+line break must be quoted (Hive's `LazySimpleSerDe` reads quotes as text and a quoted line break as two
+rows), and without a null literal Flink writes a NULL and an empty string alike, and its reader refuses an
+empty field of a non-string column (its own NULLs).
+
+To read and write the same csv files in Flink and sqlext (and Hive), declare both options, the same DDL
+in both engines:
+
+```sql
+'format' = 'csv', 'csv.escape-character' = '\\', 'csv.null-literal' = '\\N'
+```
+
+(in sqlext's SQL a backslash in a string literal is itself escaped, as in Spark: `'\\\\'`, `'\\\\N'`). Flink's
+csv reader unescapes a field before it compares it with the null literal, so with a declared escape
+character sqlext writes NULL escaped (`\\\\N`) and gives the HMS that text as `serialization.null.format`;
+Hive, Flink and sqlext then all read NULL. What stays different, verified side by side
+(`tests/test_flink_files.py`, marker `flink`):
+
+- a string equal to the null literal (`\\N` here): sqlext writes it with one more escape (`\\\\\\N`), and
+  Hive and sqlext read it back; Flink reads NULL (a field equal to the literal after unescaping, quoted or
+  not, is NULL to Flink; its own writer's output too);
+- Flink's writer writes NULL as the bare literal (`\\N`), which Flink's own reader unescapes to `N`; sqlext's
+  source reads it as NULL; Hive, given sqlext's `serialization.null.format`, reads `N`;
+- files Flink wrote with its csv defaults: sqlext's source reads every value, except that a NULL string,
+  bytes or `TIME` column (sqlext keeps a `TIME` as text) reads back empty, as in Flink (Flink writes
+  NULL and empty alike);
+- after the escape character Flink reads `t` as a tab and `0` as NUL; sqlext and Hive read the letter
+  (sqlext never writes these);
+- a null literal some string cannot be told apart from in Hive's form (`\\n` with escape `\\`) is refused
+  at CREATE TABLE.
+
+json: `TIMESTAMP_LTZ` is written in UTC with `Z` as Flink's json writes and reads it; sqlext's source
+reads a timestamp with or without a zone suffix. Flink's filesystem source reads what sqlext wrote and
+sqlext's source reads what Flink wrote (csv and json), every value equal, apart from the csv cases above.
 """

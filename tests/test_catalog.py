@@ -122,6 +122,7 @@ def test_storage_follows_the_format(catalog: Catalog, tmp_path: Path, fmt: str, 
             "escape.delim": "\\",
             "serialization.escape.crlf": "true",
             "serialization.null.format": "\\N",
+            "timestamp.formats": "yyyy-MM-dd HH:mm:ss.SSSZ,yyyy-MM-dd HH:mm:ssZ",
         }
 
 

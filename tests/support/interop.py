@@ -65,12 +65,10 @@ FORMATS = ("parquet", "orc", "csv", "json")
 
 #: WITH options of the matrix's tables per format (Flink's names), beyond connector/path/format.
 FORMAT_OPTIONS: dict[str, dict[str, str]] = {"parquet": {}, "orc": {}, "csv": {}, "json": {}}
-#: What a Flink DDL over a sqlext table adds to read sqlext's defaults (sqlext's csv escapes with a
-#: backslash and writes NULL as ``\N``; Flink's csv defaults are no escape character and an empty field).
-FLINK_READ_OPTIONS: dict[str, dict[str, str]] = {
-    "csv": {"csv.escape-character": "\\", "csv.null-literal": "\\N"},
-    "json": {},
-}
+#: The csv options a table declares so that Flink's csv reads what sqlext writes, the same DDL in both
+#: engines (Flink's csv has no escape character and no null literal by default, and then cannot read a NULL
+#: of a non-string column, its own either); Hive reads the same files through the SerDe parameters.
+FLINK_CSV_OPTIONS: dict[str, str] = {"csv.escape-character": "\\", "csv.null-literal": "\\N"}
 
 HOSTILE_STRINGS = [
     "a,b",

@@ -47,7 +47,7 @@ from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkS
 from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
-from sqlext.formats import prepare_write
+from sqlext.formats import ltz_columns, prepare_write
 from sqlext.fs import FileSystem, join
 from sqlext.metastore.client import MetastoreClient, RetryPolicy
 
@@ -228,8 +228,9 @@ class BatchCommitter:
         elif keys and self.settings.shuffle_by_partition:
             writer_input = writer_input.repartition(*keys)
         # Each format in the form every reader of the table's HMS descriptor reads (sqlext.formats).
+        ltz = ltz_columns([(c.name, c.type) for c in self.settings.table.physical_columns])
         frame, spark_format, options = prepare_write(
-            self.settings.format, self.settings.format_options, writer_input, keys
+            self.settings.format, self.settings.format_options, writer_input, keys, ltz
         )
         writer = frame.write.format(spark_format).mode("overwrite")
         if keys:

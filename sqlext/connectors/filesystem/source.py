@@ -14,9 +14,10 @@ As a source:
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
-- csv is read as text lines and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
-  :class:`sqlext.formats.CsvTextForm`), which also takes Flink's quoted fields; json options lose their
-  prefix and take Spark's names (see :func:`reader_options`);
+- csv is read as text and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
+  :class:`sqlext.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
+  breaks inside quotes: with a quote character a file is read whole, as Flink reads it); json options
+  lose their prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
   that batch is written; ``source.ignore-corrupt-files`` (Spark's ``ignoreCorruptFiles``) skips such files
@@ -56,8 +57,8 @@ _RENAMED = {
 }
 #: Flink json ``timestamp-format.standard`` -> Spark's ``timestampFormat``.
 _JSON_TIMESTAMP_FORMATS = {
-    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]",
-    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS]",
+    "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][XXX]",
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss[.SSSSSSSSS][XXX]",
 }
 
 
@@ -121,9 +122,11 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
 def _read_csv_text(
     spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
 ) -> DataFrame:
-    """csv files as text lines, parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`).
-    Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv reader
-    does, any other column named like such a directory)."""
+    """csv files parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`). With a quote
+    character (the default) a file is read whole and split into records, as a quoted field may hold line
+    breaks (Flink's csv quotes such values; Flink reads a csv file in one piece too); without one, line by
+    line. Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv
+    reader does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
     from sqlext.formats import CsvTextForm
@@ -135,7 +138,12 @@ def _read_csv_text(
     data = [(c.name, _spark_type(c.type)) for c in table.physical_columns if c not in dir_columns]
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger")}
-    lines = reader.format("text").schema(schema).options(**passed).load(path)
+    if form.quote is not None:
+        files = reader.format("text").schema(schema).options(**passed, wholetext="true").load(path)
+        records = F.explode(F.regexp_extract_all(F.col("value"), F.lit(form.record_pattern()), 1))
+        lines = files.select(records.alias("value"), *(F.col(f"`{c.name}`") for c in dir_columns), F.col("_metadata"))
+    else:
+        lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
     fields, parsed = form.parse(F.col("value"), data)
