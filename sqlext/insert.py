@@ -45,6 +45,7 @@ from sqlext.checkpoint import (
     set_aside_commit_log,
 )
 from sqlext.errors import ValidationError
+from sqlext.frames import local_frame
 from sqlext.fs import FileSystem, join, normalize
 from sqlext.hints import options_hint, with_hint
 from sqlext.lease import Lease
@@ -214,8 +215,8 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
             table_sink.write_batch(rows, plan)
         finally:
             lease.release()
-        return spark.createDataFrame(
-            [(query_name, str(sink.identifier), "FINISHED")], "job_name STRING, sink STRING, status STRING"
+        return local_frame(
+            spark, "job_name STRING, sink STRING, status STRING", [(query_name, str(sink.identifier), "FINISHED")]
         )
     _check_watermark(sink, any(source.has_watermark for source in sources.values()))
     identity = insert_identity(session, sink, sources, statement, query_name)
@@ -244,8 +245,8 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
             record_in_table(table_path, prepared)
         except Exception as exc:  # only what `sqlext commits` shows; the insert runs on
             log.warning("%s: could not record its checkpoint in %s: %s", query_name, table_path, exc)
-    return spark.createDataFrame(
-        [(str(query.id), query_name, str(sink.identifier))], "job_id STRING, job_name STRING, sink STRING"
+    return local_frame(
+        spark, "job_id STRING, job_name STRING, sink STRING", [(str(query.id), query_name, str(sink.identifier))]
     )
 
 

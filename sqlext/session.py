@@ -18,6 +18,7 @@ from sqlext import parser as p
 from sqlext.config import SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import SqlextError, TableNotFoundError
+from sqlext.frames import local_frame
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -117,7 +118,7 @@ class SqlextSession:
         return result
 
     def _rows(self, schema: str, rows: list[tuple[Any, ...]]) -> DataFrame:
-        return self.spark.createDataFrame(rows, schema)
+        return local_frame(self.spark, schema, rows)
 
     def _ok(self) -> DataFrame:
         return self._rows("result STRING", [("OK",)])

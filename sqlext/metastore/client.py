@@ -245,14 +245,33 @@ class MetastoreClient:
         self, database: str, table: str, partitions: Sequence[ttypes.Partition], need_result: bool = False
     ) -> list[ttypes.Partition]:
         """Add partitions, skipping those that exist, in batched calls (``add_partitions_req``); with
-        ``need_result``, return the partitions this call added (not those that existed)."""
+        ``need_result``, return the partitions this call added (not those that existed).
+
+        With ``need_result``, each batch is first added as a whole without asking for the result: the HMS
+        adds all of it, or, when one partition exists, none (one transaction), and only then is the batch
+        sent again skipping those that exist, with the result. A result is every added partition in full,
+        which the HMS writes and this client decodes (profiled: a sixth of a 2,000-partition backfill)
+        where the caller needs only which were added, and callers check which exist just before.
+        """
+
+        def request(chunk: list[ttypes.Partition], if_not_exists: bool, result: bool) -> Any:
+            return self.call(
+                "add_partitions_req",
+                ttypes.AddPartitionsRequest(
+                    dbName=database, tblName=table, parts=chunk, ifNotExists=if_not_exists, needResult=result
+                ),
+            )
 
         def add(chunk: list[ttypes.Partition]) -> list[Any]:
-            request = ttypes.AddPartitionsRequest(
-                dbName=database, tblName=table, parts=chunk, ifNotExists=True, needResult=need_result
-            )
-            response = self.call("add_partitions_req", request)
-            return list(response.partitions or []) if need_result and response is not None else []
+            if not need_result:
+                request(chunk, if_not_exists=True, result=False)
+                return []
+            try:
+                request(chunk, if_not_exists=False, result=False)
+            except ttypes.AlreadyExistsException:
+                response = request(chunk, if_not_exists=True, result=True)
+                return list(response.partitions or []) if response is not None else []
+            return chunk
 
         return _chunked(partitions, add)
 

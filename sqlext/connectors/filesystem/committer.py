@@ -437,7 +437,9 @@ class BatchCommitter:
             if hms_table is None:
                 raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
         self._compact(ready)
-        contexts = [self._context(partition, hms_table) for partition in ready]
+        # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
+        # they took as long as the metastore's calls one after another.
+        contexts = list(self._move_pool().map(lambda partition: self._context(partition, hms_table), ready))
         for index, policy in enumerate(self.policies):
             if index:
                 fault_point("between-policies", batch)

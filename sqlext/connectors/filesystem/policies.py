@@ -19,6 +19,7 @@ import logging
 import time
 from abc import ABC
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: How many times a partition's statistics are re-listed and re-stored while concurrent writers add files.
 SETTLE_ROUNDS = 5
+#: Partition directories listed at once when statistics are checked again (I/O bound: the GIL is released).
+LISTING_THREADS = 8
 
 
 @dataclass
@@ -115,16 +118,20 @@ class MetastorePolicy(PartitionCommitPolicy):
         stored its statistics before ours: list again after storing, and store again until the listing
         no longer changes, so the last writer's statistics cover every file."""
         by_values = {tuple(p.values): p for p in stored}
+
+        def relist(context: PartitionCommitContext) -> ttypes.Partition | None:
+            now = data_files(context.fs, context.path)
+            if {(f.uri, f.size) for f in now} == {(f.uri, f.size) for f in context.files}:
+                return None
+            context.files = now
+            context.row_count = count_all_rows(context.fs, now, context.table.options.get("format", ""))
+            partition = by_values[tuple(context.values)]
+            partition.parameters = {**(partition.parameters or {}), **statistics(context)}
+            return partition
+
         for _ in range(SETTLE_ROUNDS):
-            changed = []
-            for context in contexts:
-                now = data_files(context.fs, context.path)
-                if {(f.uri, f.size) for f in now} != {(f.uri, f.size) for f in context.files}:
-                    context.files = now
-                    context.row_count = count_all_rows(context.fs, now, context.table.options.get("format", ""))
-                    partition = by_values[tuple(context.values)]
-                    partition.parameters = {**(partition.parameters or {}), **statistics(context)}
-                    changed.append(partition)
+            with ThreadPoolExecutor(LISTING_THREADS, thread_name_prefix="sqlext-settle") as pool:
+                changed = [partition for partition in pool.map(relist, contexts) if partition is not None]
             if not changed:
                 return
             first = contexts[0]

@@ -158,15 +158,28 @@ def _read_csv_text(
 
 
 def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str]:
-    """Lower-case names of the table's columns that Spark finds as ``k=v`` directories under ``path``."""
-    from pyspark.errors import AnalysisException
+    """Lower-case names of the table's columns that Spark finds as ``k=v`` directories under ``path``.
 
-    try:
-        found = spark.read.format("text").load(path).columns
-    except AnalysisException:  # no such path yet: only the declared partition keys
-        return set()
+    Spark's partition discovery takes the keys of the ``k=v`` directories between ``path`` and the files
+    (the same on every path, or the read fails); so one descent along the first such directory of each
+    level names them, in a listing per level rather than a Spark read of the whole tree (which ran a Spark
+    job for more than 32 directories; Spark lists the files itself when the query runs). As in Spark, a
+    ``_`` dir counts only with a ``=`` in its name and a ``.`` dir never. ``spark`` is unused: kept for
+    the callers' signature.
+    """
+    from sqlext.fs import FileSystem, join
+
     names = {c.name.lower() for c in table.physical_columns}
-    return {name.lower() for name in found if name != "value" and name.lower() in names}
+    fs = FileSystem(path)
+    found: set[str] = set()
+    current = path
+    while True:
+        partitions = [d for d in fs.list_dirs(current) if "=" in d and not d.startswith(".")]
+        if not partitions:
+            break
+        found.add(partitions[0].split("=", 1)[0].lower())
+        current = join(current, partitions[0])
+    return found & names
 
 
 def _spark_type(flink_type: str) -> str:

@@ -1,0 +1,39 @@
+"""Statement results (``OK``, ``DESCRIBE`` rows, a started insert's id) as DataFrames that cost no Spark job.
+
+``spark.createDataFrame(list_of_tuples)`` builds its rows from an RDD, so reading them back (``collect``, as
+``sqlext run`` does to print each result) runs a Spark job: on a 2-core machine under load, the first job
+of a process took 26 s, which ``sqlext run`` paid for its first DDL statement. A frame built on the JVM from
+a list of rows is a ``LocalRelation``: Spark reads it back on the driver without a job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+def local_frame(spark: SparkSession, schema: str, rows: Sequence[tuple[Any, ...]]) -> DataFrame:
+    """A DataFrame of ``rows`` (values: ``str``, ``int``, ``bool`` or ``None``) with the DDL ``schema``,
+    read back without a Spark job."""
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    session = getattr(spark, "_jsparkSession", None)
+    if session is None:  # not a classic session with a JVM at hand (Spark Connect): Spark's own way
+        return spark.createDataFrame(list(rows), schema)
+    struct = StructType.fromDDL(schema)
+    assert isinstance(struct, StructType)
+    jvm = spark._jvm
+    assert jvm is not None
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    java_rows = jvm.java.util.ArrayList()
+    for row in rows:
+        values = gateway.new_array(jvm.java.lang.Object, len(row))
+        for index, value in enumerate(row):
+            values[index] = value
+        java_rows.add(jvm.org.apache.spark.sql.RowFactory.create(values))
+    return DataFrame(session.createDataFrame(java_rows, session.parseDataType(struct.json())), spark)
