@@ -147,3 +147,40 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     broker = start_broker(tmp_path_factory.mktemp("kafka") / "tansu.log")
     yield broker
     stop_broker(broker)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.support.kafka --port 9092 [--demo-events]``: run the test broker in the foreground
+    (for sql/kafka_demo.sql), with six hours of demo events in topic 'events' when asked."""
+    import argparse
+    import signal
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m tests.support.kafka")
+    parser.add_argument("--port", type=int, default=9092)
+    parser.add_argument("--demo-events", action="store_true", help="create topic 'events' with 2,160 JSON events")
+    args = parser.parse_args(argv)
+    url = f"tcp://127.0.0.1:{args.port}"
+    log = Path(tempfile.mkdtemp()) / "tansu.log"
+    with log.open("wb") as out:
+        command = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        process = subprocess.Popen([*command, "--storage-engine", "memory://tansu/"], stdout=out, stderr=out)
+    broker = KafkaBroker(f"127.0.0.1:{args.port}", process)
+    wait_for(lambda: process.poll() is not None or broker.is_up(), 30, what="the Tansu broker to answer")
+    if args.demo_events:
+        broker.create_topic("events", 3)
+        sent = broker.produce("events", json_events(0, 2160, datetime(2026, 1, 1), 10))
+        print(f"topic 'events': {sent} events, 2026-01-01 00:00 to 06:00 (UTC)")
+    print(f"Tansu broker on {broker.bootstrap} (log {log}); Ctrl-C stops it")
+    signal.signal(signal.SIGTERM, lambda *_: stop_broker(broker))
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        stop_broker(broker)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
