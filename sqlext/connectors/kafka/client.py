@@ -241,7 +241,7 @@ def first_at_or_after(client: Any, settings: ReadSettings, topic: str, partition
     client.assign([TopicPartition(topic, partition, offset)])
     try:
         while offset < end:
-            records = client.consume(500, timeout=settings.timeout_s)
+            records = client.consume(min(500, end - offset), timeout=settings.timeout_s)  # returns at that many
             if not records:
                 raise KafkaSourceError(
                     f"No records from partition {partition} of topic '{topic}' at offset {offset} within "
