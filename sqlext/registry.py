@@ -33,6 +33,7 @@ FACTORY_KIND = "DynamicTableFactory"
 BUILT_INS = {
     "filesystem": "sqlext.connectors.filesystem.factory:FileSystemTableFactory",
     "datagen": "sqlext.connectors.datagen:DataGenTableFactory",
+    "kafka": "sqlext.connectors.kafka.factory:KafkaTableFactory",
     "print": "sqlext.connectors.print:PrintTableFactory",
     "blackhole": "sqlext.connectors.print:BlackHoleTableFactory",
 }

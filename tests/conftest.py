@@ -1,1 +1,1 @@
-pytest_plugins = ["tests.support.services", "tests.support.cluster", "tests.support.flink"]
+pytest_plugins = ["tests.support.services", "tests.support.cluster", "tests.support.flink", "tests.support.kafka"]

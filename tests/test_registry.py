@@ -27,7 +27,7 @@ from sqlext.registry import (
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 REPO = Path(__file__).resolve().parent.parent
-BUILT_INS = ["blackhole", "datagen", "filesystem", "print"]
+BUILT_INS = ["blackhole", "datagen", "filesystem", "kafka", "print"]
 
 
 def _table(**options: str) -> TableDefinition:
@@ -126,18 +126,18 @@ def test_an_entry_point_that_is_no_factory_or_does_not_import_is_named(site: Pat
 
 def test_an_unknown_identifier_lists_the_available_ones_as_flink_does() -> None:
     with pytest.raises(FactoryError) as failure:
-        find_factory("kafka")
+        find_factory("pulsar")
     assert failure.value.message == (
-        "Could not find any factory for identifier 'kafka' that implements 'DynamicTableFactory' in the classpath."
-        "\n\nAvailable factory identifiers are:\n\nblackhole\ndatagen\nfilesystem\nprint"
+        "Could not find any factory for identifier 'pulsar' that implements 'DynamicTableFactory' in the classpath."
+        "\n\nAvailable factory identifiers are:\n\nblackhole\ndatagen\nfilesystem\nkafka\nprint"
     )
-    assert (failure.value.option, failure.value.value) == ("connector", "kafka")
+    assert (failure.value.option, failure.value.value) == ("connector", "pulsar")
 
 
 def test_a_misspelt_identifier_gets_the_closest_one() -> None:
     with pytest.raises(FactoryError) as failure:
         factory_for(_table(connector="filesytem"))
-    assert failure.value.message.endswith("filesystem\nprint\n\nDid you mean 'filesystem'?")
+    assert failure.value.message.endswith("filesystem\nkafka\nprint\n\nDid you mean 'filesystem'?")
 
 
 def test_a_table_without_connector_option_lists_the_identifiers() -> None:
@@ -145,7 +145,7 @@ def test_a_table_without_connector_option_lists_the_identifiers() -> None:
         factory_for(_table(path="file:///x"))
     assert failure.value.message == (
         "Table options of reg_db.t do not contain an option key 'connector' for discovering a connector."
-        "\n\nAvailable factory identifiers are:\n\nblackhole\ndatagen\nfilesystem\nprint"
+        "\n\nAvailable factory identifiers are:\n\nblackhole\ndatagen\nfilesystem\nkafka\nprint"
     )
     assert failure.value.option == "connector"
 

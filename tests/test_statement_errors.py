@@ -57,8 +57,8 @@ def test_parse_errors_carry_line_and_column() -> None:
 
 
 INVALID = [
-    (_table(connector="kafka"), FactoryError, "Could not find any factory for identifier 'kafka'"),
-    (_table(connector="kafka"), FactoryError, "Available factory identifiers are:\n\nblackhole\ndatagen\nfilesystem"),
+    (_table(connector="pulsar"), FactoryError, "Could not find any factory for identifier 'pulsar'"),
+    (_table(connector="pulsar"), FactoryError, "Available factory identifiers are:\n\nblackhole\ndatagen\nfilesystem"),
     (_table(connector="filesytem"), FactoryError, "Did you mean 'filesystem'?"),
     (
         _table(path=None),
