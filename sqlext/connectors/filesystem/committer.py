@@ -60,6 +60,15 @@ log = logging.getLogger("sqlext.commit")
 MOVE_THREADS = 8
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
+#: Write options of the staging write. Algorithm 2 is safe here though Hadoop deprecates it as a job's
+#: final commit (MAPREDUCE-7282: a task commit is not atomic): its output dir is the batch's own hidden
+#: staging dir, written afresh (``mode("overwrite")``) by every attempt of the batch, and sqlext lists it
+#: only after Spark's job succeeded. Spark lets one attempt per task commit and fails the job when that
+#: attempt dies during its commit (SPARK-39195), so a succeeded job's staging dir holds exactly the files of
+#: the committed attempts; a failed job's partial files are never planned, and its replay overwrites them.
+#: ``partitionOverwriteMode=static`` keeps that overwrite wiping the whole staging dir whatever the session's
+#: mode (dynamic would keep a failed attempt's files in partitions the replay does not write).
+STAGING_COMMITTER = {"mapreduce.fileoutputcommitter.algorithm.version": "2", "partitionOverwriteMode": "static"}
 
 
 @dataclass(frozen=True)
@@ -234,6 +243,10 @@ class BatchCommitter:
         writer = frame.write.format(spark_format).mode("overwrite")
         if keys:
             writer = writer.partitionBy(*keys)
+        # Hadoop's committer algorithm 2, for this write only (Spark passes write options into the job's
+        # Hadoop configuration): a task's commit renames its files straight into the staging dir and the job
+        # commit renames nothing, one rename per file instead of algorithm 1's two (see STAGING_COMMITTER).
+        options.update(STAGING_COMMITTER)
         if self.settings.rolling_file_size:
             options["maxRecordsPerFile"] = str(max(1, int(self.settings.rolling_file_size / self._bytes_per_row)))
         writer.options(**options).save(staging)
