@@ -9,6 +9,7 @@ renames are then followed back from its final path: a rename of the file or of a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -75,23 +76,27 @@ def _data_files(table: Path) -> list[str]:
     return sorted(str(p) for p in table.glob("dt=*/hr=*/*") if not p.name.startswith((".", "_")))
 
 
-def _run_traced(metastore: MetastoreSettings, tmp_path: Path, options: dict[str, str], database: str) -> list[Rename]:
-    import json
-
-    prefix = tmp_path / "trace" / "renames"
+def _traced(tmp_path: Path, name: str, job: list[str]) -> list[Rename]:
+    """Run ``python -m <job...>`` under strace; the renames it made, in time order."""
+    prefix = tmp_path / f"trace-{name}" / "renames"
     prefix.parent.mkdir()
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("SQLEXT_FAULT", None)
-    directories = [str(tmp_path / name) for name in ("table", "input", "checkpoint")]
-    job = [sys.executable, "-m", "tests.support.sink_job", metastore.uri, *directories, json.dumps(options), database]
     assert STRACE is not None
     # --seccomp-bpf stops only the traced calls: the JVM runs at full speed otherwise.
     strace = [STRACE, "-f", "-ff", "--seccomp-bpf", "-ttt", "-s", "4096", "-e", "trace=rename,renameat,renameat2"]
-    done = subprocess.run(
-        [*strace, "-o", str(prefix), *job], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
-    )
+    command = [*strace, "-o", str(prefix), sys.executable, "-m", *job]
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return _traced_renames(prefix)
+
+
+def _renames_per_file(table: Path, renames: list[Rename]) -> tuple[dict[str, int], list[Rename]]:
+    """Each data file's number of renames (by path in the table), and the last rename of each."""
+    histories = {final: _history(final, renames) for final in _data_files(table)}
+    assert histories, "nothing was written"
+    counts = {final[len(str(table)) + 1 :]: len(history) for final, history in histories.items()}
+    return counts, [history[0] for history in histories.values() if history]
 
 
 def _assert_every_row_once(table: Path) -> None:
@@ -99,7 +104,10 @@ def _assert_every_row_once(table: Path) -> None:
     assert sorted(rows.column("id").to_pylist()) == list(range(HOURS * ROWS_PER_HOUR))
 
 
-@pytest.mark.skipif(STRACE is None, reason="strace is not installed (make system-deps installs it)")
+needs_strace = pytest.mark.skipif(STRACE is None, reason="strace is not installed (make system-deps installs it)")
+
+
+@needs_strace
 @pytest.mark.parametrize(
     ("options", "renames_per_file"),
     [
@@ -109,24 +117,40 @@ def _assert_every_row_once(table: Path) -> None:
         pytest.param({"sink.parallelism": "2", "auto-compaction": "true"}, 1, id="auto-compaction"),
     ],
 )
-def test_each_data_file_is_renamed_at_most_twice_and_sqlext_moves_in_parallel(
+def test_a_streaming_insert_renames_each_file_at_most_twice_and_moves_in_parallel(
     metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path, options: dict[str, str], renames_per_file: int
 ) -> None:
     table = tmp_path / "table"
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
     database = f"renames_{len(options)}"
     create_in_hms(hms, events_table(database, "events", table, **options))
+    directories = [str(tmp_path / name) for name in ("table", "input", "checkpoint")]
 
-    renames = _run_traced(metastore, tmp_path, options, database)
+    job = ["tests.support.sink_job", metastore.uri, *directories, json.dumps(options), database]
+    counts, moves = _renames_per_file(table, _traced(tmp_path, "stream", job))
 
     _assert_every_row_once(table)
-    finals = _data_files(table)
-    assert finals, "nothing was written"
-    histories = {final: _history(final, renames) for final in finals}
-    counts = {final.rsplit("/", 1)[1]: len(history) for final, history in histories.items()}
     assert set(counts.values()) == {renames_per_file}, counts
     # The last rename of each file is sqlext's move into its partition, made by the committer's pool.
-    moves = [history[0] for history in histories.values()]
     assert all(move.source.startswith(str(table / "_sqlext")) for move in moves)
     if "auto-compaction" not in options:
         assert len({move.thread for move in moves}) > 1, "sqlext's moves all ran on one thread"
+
+
+@needs_strace
+def test_batch_inserts_rename_each_file_twice_also_when_overwriting(
+    metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    table, database, options = tmp_path / "table", "renames_batch", {"sink.parallelism": "2"}
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+    create_in_hms(hms, events_table(database, "events", table, **options))
+    job = ["tests.support.batch_job", metastore.uri, str(table), str(tmp_path / "input"), json.dumps(options), database]
+
+    appended, _ = _renames_per_file(table, _traced(tmp_path, "append", job))
+    assert set(appended.values()) == {2}, appended
+
+    overwritten, _ = _renames_per_file(table, _traced(tmp_path, "overwrite", [*job, "--overwrite"]))
+    assert set(overwritten) & set(appended) == set(), "the overwrite kept files it should have replaced"
+    _assert_every_row_once(table)
+    assert set(overwritten.values()) == {2}, overwritten
+    assert list(table.glob("dt=*/hr=*/.*")) == [], "the writer's checksum files came along into a partition"
