@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install the system packages the tests use besides Java: PostgreSQL server and its JDBC driver, and
 # openssl (the gateway's TLS tests make their certificate with it), and headless Chromium (renders the
-# commit timeline page).
+# commit timeline page), and strace (tests/test_renames.py counts renames with it).
 set -euo pipefail
 need=()
 [ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v openssl >/dev/null || need+=(openssl)
+command -v strace >/dev/null || need+=(strace)
 command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then

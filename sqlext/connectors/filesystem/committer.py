@@ -3,19 +3,24 @@
 For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint):
 
 1. **stage** — Spark writes the batch's rows into ``<table>/_sqlext/staging/Q/N/`` (hidden from every
-   reader; Spark's own job commit makes that directory complete or absent);
+   reader); each task's commit renames its files into that directory (Hadoop's committer algorithm 2,
+   ``STAGING_COMMITTER``), and the directory is listed only once Spark's job has succeeded;
 2. **plan** — the staged files are listed, their final ``k=v`` locations and row counts computed, and
    the plan is recorded as ``N.requested`` in the table's commit log;
 3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory
-   (``MOVE_THREADS`` at a time), then ``N.completed`` is recorded and the staging directory removed;
+   (``MOVE_THREADS`` at a time: its one rename by sqlext, so two in all with the task commit's), then
+   ``N.completed`` is recorded and the staging directory removed;
 4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
    the commit policies in order; the trigger state is saved in the query checkpoint and the
    committed partitions are added to ``N.completed``.
 
 Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had not returned):
 
-- crash during 1: nothing recorded; the replay writes the staging dir again (overwrite) — no file
-  of the failed attempt is ever visible;
+- a task attempt that fails, or loses to a speculative twin: its files stay in Spark's hidden
+  ``_temporary`` attempt dir, never renamed into staging (one attempt per task may commit), and go with
+  it at the job's end; an attempt that dies while committing fails Spark's job, which is the next case;
+- crash during 1 (or a failed write): nothing recorded; the replay writes the staging dir again
+  (overwrite) — no file of the failed attempt is ever visible;
 - crash after 2 or during 3: the replay finds ``requested``/``inflight`` and finishes the moves from
   the plan (a file already at its final place is not moved again), without writing again;
 - crash after 3: the replay finds ``completed`` and writes nothing (it removes the staging dir, in case the
@@ -60,6 +65,17 @@ log = logging.getLogger("sqlext.commit")
 MOVE_THREADS = 8
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
+#: Hadoop committers' dir of uncommitted task attempts, inside the output (staging) dir.
+PENDING_DIR = "_temporary"
+#: Write options of the staging write. Algorithm 2 is safe here though Hadoop deprecates it as a job's
+#: final commit (MAPREDUCE-7282: a task commit is not atomic): its output dir is the batch's own hidden
+#: staging dir, written afresh (``mode("overwrite")``) by every attempt of the batch, and sqlext lists it
+#: only after Spark's job succeeded. Spark lets one attempt per task commit and fails the job when that
+#: attempt dies during its commit (SPARK-39195), so a succeeded job's staging dir holds exactly the files of
+#: the committed attempts; a failed job's partial files are never planned, and its replay overwrites them.
+#: ``partitionOverwriteMode=static`` keeps that overwrite wiping the whole staging dir whatever the session's
+#: mode (dynamic would keep a failed attempt's files in partitions the replay does not write).
+STAGING_COMMITTER = {"mapreduce.fileoutputcommitter.algorithm.version": "2", "partitionOverwriteMode": "static"}
 
 
 @dataclass(frozen=True)
@@ -235,6 +251,10 @@ class BatchCommitter:
         writer = frame.write.format(spark_format).mode("overwrite")
         if keys:
             writer = writer.partitionBy(*keys)
+        # Hadoop's committer algorithm 2, for this write only (Spark passes write options into the job's
+        # Hadoop configuration): a task's commit renames its files straight into the staging dir and the job
+        # commit renames nothing, one rename per file instead of algorithm 1's two (see STAGING_COMMITTER).
+        options.update(STAGING_COMMITTER)
         if self.settings.rolling_file_size:
             options["maxRecordsPerFile"] = str(max(1, int(self.settings.rolling_file_size / self._bytes_per_row)))
         writer.options(**options).save(staging)
@@ -244,8 +264,8 @@ class BatchCommitter:
         staged = []
         for status in self.fs.list_files(staging):
             name = status.relative.rsplit("/", 1)[-1]
-            if name.startswith(("_", ".")):
-                continue  # Spark's _SUCCESS marker, checksums
+            if name.startswith(("_", ".")) or status.relative.startswith(PENDING_DIR + "/"):
+                continue  # Spark's _SUCCESS marker, checksums, what a straggling task attempt wrote
             directory = status.relative[: -len(name)].rstrip("/")
             rows = count_rows(self.fs, status, self.settings.format)
             staged.append(StagedFile(status.uri, status.size, self._partition_values(directory), rows))
@@ -327,25 +347,62 @@ class BatchCommitter:
     def _swap_partitions(self, entry: LogEntry) -> None:
         """INSERT OVERWRITE of a partitioned table: each written partition is replaced whole.
 
-        The batch's files of a partition first gather in a hidden sibling dir (``.<leaf>.sqlext-new``);
-        then two renames swap directories: the old partition dir goes into the batch's hidden trash,
-        the new one takes its name. A reader sees the old rows, or (for the instant between the two
-        renames) none, or the new rows; never a mix, never a row twice. A restart finishes the swap
-        from the hidden dirs. (A table without partitions is replaced file by file.)
+        The batch's new files of a partition sit in one directory: the staging dir Spark wrote them into
+        (``k=v/...`` under the batch's staging dir) when it holds that partition's files alone, else a
+        hidden sibling of the partition dir (``.<leaf>.sqlext-new``) they are first moved into. Then two
+        renames swap directories: the old partition dir goes into the batch's hidden trash, the new one
+        takes its name, so each new file is renamed once by sqlext, as in an append. A reader sees the old
+        rows, or (for the instant between the two renames) none, or the new rows; never a mix, never a row
+        twice. A restart finishes the swap from the plan: a new dir that is gone was swapped in already.
+        (A table without partitions is replaced file by file.)
         """
         trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
+        by_partition: dict[str, list[PlannedFile]] = {}
         for planned in entry.files:
-            if self.fs.exists(planned.staged):
-                self.fs.move(planned.staged, join(self._swap_dir(planned.partition), planned.final.rsplit("/", 1)[1]))
-        for relative in sorted({planned.partition for planned in entry.files}):
-            new_dir, final_dir = self._swap_dir(relative), join(self.settings.path, relative)
+            by_partition.setdefault(planned.partition, []).append(planned)
+        staged_dirs = self._staged_partition_dirs(entry, by_partition)
+        for relative in sorted(by_partition):
+            final_dir = join(self.settings.path, relative)
+            new_dir = staged_dirs.get(relative) or self._gather(relative, by_partition[relative])
             if not self.fs.is_dir(new_dir):
                 continue  # swapped before a crash
+            self._drop_unplanned(new_dir, by_partition[relative])
             if self.fs.is_dir(final_dir):
                 self.fs.move(final_dir, join(trash, relative))
                 entry.replaced_files.append(final_dir)
             self.fs.move(new_dir, final_dir)
         self.log.write(entry)
+
+    def _staged_partition_dirs(self, entry: LogEntry, by_partition: dict[str, list[PlannedFile]]) -> dict[str, str]:
+        """Each partition whose staged files all sit in one directory of the batch's staging dir that holds
+        no other partition's files, and that directory (Spark's ``partitionBy`` layout)."""
+        staging = self.log.staging_dir(entry.query, entry.batch) + "/"
+        parents = {relative: {p.staged.rsplit("/", 1)[0] for p in files} for relative, files in by_partition.items()}
+        owners: dict[str, int] = {}
+        for dirs in parents.values():
+            for directory in dirs:
+                owners[directory] = owners.get(directory, 0) + 1
+        return {
+            relative: directory
+            for relative, dirs in parents.items()
+            if len(dirs) == 1 and (directory := next(iter(dirs))).startswith(staging) and owners[directory] == 1
+        }
+
+    def _gather(self, relative: str, files: list[PlannedFile]) -> str:
+        """Move a partition's staged files into its hidden sibling dir; return that dir."""
+        gathered = self._swap_dir(relative)
+        for planned in files:
+            if self.fs.exists(planned.staged):
+                self.fs.move(planned.staged, join(gathered, planned.final.rsplit("/", 1)[1]))
+        return gathered
+
+    def _drop_unplanned(self, new_dir: str, files: list[PlannedFile]) -> None:
+        """Delete what the writer left beside the planned files (Hadoop's local ``.crc`` checksums), so that
+        the partition dir receives the batch's data files alone."""
+        names = {planned.final.rsplit("/", 1)[1] for planned in files}
+        for status in self.fs.list_files(new_dir, recursive=False):
+            if status.relative not in names:
+                self.fs.delete_file(status.uri)
 
     def _swap_dir(self, relative: str) -> str:
         parent, _, leaf = relative.rpartition("/")
