@@ -1,6 +1,6 @@
 """Connector factories by identifier (Flink's ``FactoryUtil`` + SPI discovery).
 
-Built-ins: ``filesystem``, ``datagen``, ``print``, ``blackhole``. Third-party connectors register a
+Built-ins: ``filesystem``, ``datagen``, ``kafka`` (source), ``print``, ``blackhole``. Third-party connectors register a
 :class:`ConnectorFactory` subclass under the Python entry point group ``sqlext.connectors``
 (``my-store = my_package.connector:MyStoreFactory``). Discovery is lazy twice over: entry points are read
 the first time an identifier is looked up or listed, and a factory's module is imported only when that
