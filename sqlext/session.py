@@ -74,16 +74,29 @@ class SqlextSession:
         from sqlext.catalog import Catalog
 
         self.catalog = Catalog(MetastoreClient(self.metastore_uri, self.config.retry))
-        # Session options given as Spark conf (spark-submit --conf spark.sqlext.session.<key>=...).
-        self.options: dict[str, str] = {
-            key[len(SESSION_PREFIX) :]: value
-            for key, value in self.config.values.items()
-            if key.startswith(SESSION_PREFIX)
-        }
+        self.options: dict[str, str] = self._configured_options()
         self.current_database = DEFAULT_DATABASE
         self._spark_sql = spark.sql
         #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).
         self.spark_sql = spark.sql
+
+    def _configured_options(self) -> dict[str, str]:
+        """Session options given as Spark conf (``spark-submit --conf spark.sqlext.session.<key>=...``)."""
+        return {
+            key[len(SESSION_PREFIX) :]: value
+            for key, value in self.config.values.items()
+            if key.startswith(SESSION_PREFIX)
+        }
+
+    def reset_options(self, key: str | None = None) -> None:
+        """Undo ``SET``: every option (or ``key``) back to what the Spark conf gave, as Flink's ``RESET``."""
+        configured = self._configured_options()
+        if key is None:
+            self.options = configured
+        elif key in configured:
+            self.options[key] = configured[key]
+        else:
+            self.options.pop(key, None)
 
     def resolve(self, ident: TableIdentifier) -> TableIdentifier:
         """Fill in the current database of an unqualified name."""
@@ -202,10 +215,7 @@ class SqlextSession:
         return self._rows("key STRING, value STRING", [(statement.key, statement.value)])
 
     def _on_ResetOption(self, statement: p.ResetOption) -> DataFrame:
-        if statement.key is None:
-            self.options.clear()
-        else:
-            self.options.pop(statement.key, None)
+        self.reset_options(statement.key)
         return self._ok()
 
     def _on_Insert(self, statement: p.Insert) -> DataFrame:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.config import SqlextConfig
 from sqlext.errors import SqlextError, ValidationError
 from sqlext.metastore.client import MetastoreClient
 from sqlext.parser import CreateTable, parse_statement
@@ -81,6 +82,21 @@ def test_set_reset_and_show_tables(sql) -> None:
     sql("CREATE TEMPORARY TABLE sess_db.tmp_gen (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '3')")
     assert "tmp_gen" in [r.tableName for r in sql("SHOW TABLES IN sess_db").collect()]
     assert sql("SELECT 1 AS one").first().one == 1  # Spark's own SQL passes through
+
+
+def test_reset_goes_back_to_the_options_the_spark_conf_gave(spark, sql, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = extend(spark)
+    configured = {**session.config.values, "spark.sqlext.session.pipeline.name": "from_conf"}
+    monkeypatch.setattr(session, "config", SqlextConfig(configured))
+    sql("SET 'pipeline.name' = 'p1'")
+    sql("SET 'table.exec.source.idle-timeout' = '5 s'")
+    sql("RESET 'pipeline.name'")
+    assert [tuple(r) for r in sql("SET").collect()] == [
+        ("pipeline.name", "from_conf"),
+        ("table.exec.source.idle-timeout", "5 s"),
+    ]
+    sql("RESET")
+    assert [tuple(r) for r in sql("SET").collect()] == [("pipeline.name", "from_conf")]
 
 
 def test_static_partition_insert_in_batch_mode(sql, hms: MetastoreClient, tmp_path: Path) -> None:

@@ -72,6 +72,18 @@ def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_sqlext_options(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Undo a test's ``SET``s and ``USE`` on the shared Spark session, so no later test inherits them."""
+    yield
+    if "spark" not in request.fixturenames:
+        return
+    session = getattr(request.getfixturevalue("spark"), "_sqlext_session", None)
+    if session is not None:
+        session.reset_options()
+        session.current_database = "default"
+
+
 def spark_own_sql(spark: Any) -> Any:
     """Spark's own ``sql`` even on a session sqlext extended (for Spark's view of a table)."""
     session = getattr(spark, "_sqlext_session", None)
