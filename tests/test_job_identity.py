@@ -203,7 +203,10 @@ def test_a_second_run_is_refused_while_the_first_runs_and_a_killed_run_is_resume
     with log_file.open("w") as err:
         rerun = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
         try:
-            reached = wait_for(lambda: committed() >= 80 or rerun.poll() is not None, 240, what="the new hour")
+            try:
+                reached = wait_for(lambda: committed() >= 80 or rerun.poll() is not None, 240, what="the new hour")
+            except AssertionError as timed_out:
+                raise AssertionError(f"{timed_out}; the rerun's log:\n{log_file.read_text()[-6000:]}") from None
             assert reached and rerun.poll() is None, f"the rerun ended by itself:\n{log_file.read_text()[-3000:]}"
             rerun.send_signal(signal.SIGTERM)
             rerun.wait(timeout=120)
