@@ -6,7 +6,8 @@ costs one dictionary lookup. Points, in commit order:
 
 ``after-stage``        Spark wrote the batch's staging files; nothing recorded yet
 ``after-plan``         the batch's plan is recorded as ``requested``
-``mid-move``           the first file of the batch has been moved to its partition
+``mid-move``           the first file of the batch has been moved to its partition (an overwrite: the
+                       first partition swapped)
 ``after-move``         every file moved, the log still says ``inflight``
 ``after-log``          the log says ``completed``; partition commit not started
 ``between-policies``   the first commit policy ran on the ready partitions, the next has not

@@ -72,11 +72,23 @@ class LogEntry:
     #: (a process-time delay passing between batches); partition path -> when (epoch ms). Recorded on the
     #: query's latest entry, so that the log says when every partition was committed.
     committed_later: dict[str, int] = field(default_factory=dict)
+    #: The one batch of a batch-mode insert: the statement finished when this entry is completed and
+    #: every partition it wrote is committed (see ``BatchCommitter.settle_interrupted_statement``).
+    final: bool = False
 
     @property
     def rows(self) -> int:
         """Rows of the files whose count is known (see :attr:`rows_known`)."""
         return sum(f.rows or 0 for f in self.files)
+
+    @property
+    def uncommitted_partitions(self) -> dict[str, list[str]]:
+        """The partitions this batch wrote that no commit recorded in the log yet."""
+        return {
+            path: values
+            for path, values in self.partitions.items()
+            if path not in self.committed_partitions and path not in self.committed_later
+        }
 
     @property
     def rows_known(self) -> bool:
@@ -106,6 +118,7 @@ class LogEntry:
             view=data.get("view"),
             completed_ms=data.get("completed_ms"),
             committed_later={k: int(v) for k, v in data.get("committed_later", {}).items()},
+            final=bool(data.get("final", False)),
         )
 
 

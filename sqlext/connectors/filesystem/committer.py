@@ -202,6 +202,7 @@ class BatchCommitter:
                 fault_point("after-stage", batch_id)
                 entry = self._plan(batch_id, staged, info)
                 entry.operation = "overwrite" if overwrite else "append"
+                entry.final = final
                 self.log.write(entry)
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
@@ -231,6 +232,60 @@ class BatchCommitter:
                 self.progress.partitions_committed,
             )
             return entry
+
+    def settle_interrupted_statement(self) -> int:
+        """Before a batch-mode insert: settle what a crashed earlier run of the query left; return the batch
+        id to write. A batch INSERT is all or nothing, and users run a failed one again, so:
+
+        - an append whose statement did not finish (its batch not completed, or a partition it wrote not
+          committed) is rolled back: its moved files deleted, its staging dir and log entry dropped. The
+          rerun writes its rows, once, and commits their partitions;
+        - an overwrite whose moves began is finished: the rerun replaces the same partitions again;
+        - partitions that a completed batch wrote but did not commit (an overwrite's, or a streaming run's
+          still waiting for their trigger) are committed with this run's, as the end of input does.
+        """
+        with self._lock:
+            last = self.log.last_batch(self.query_name)
+            entry = self.log.get(self.query_name, last) if last is not None else None
+            if last is None or entry is None:
+                return 0
+            unfinished_append = entry.operation == "append" and (
+                entry.state is not State.COMPLETED or (entry.final and bool(entry.uncommitted_partitions))
+            )
+            if unfinished_append or entry.state is State.REQUESTED:
+                self._roll_back(entry)
+                return last
+            if entry.state is not State.COMPLETED:
+                log.warning(
+                    "%s: finishing the overwrite of batch %d that a crashed run left in %s",
+                    self.query_name,
+                    last,
+                    self.settings.path,
+                )
+                self._move(entry)
+            if entry.uncommitted_partitions and self.settings.partitioned:
+                self.trigger.add(entry.uncommitted_partitions.items(), entry.batch_time_ms)
+                self.save_state()
+            return last + 1
+
+    def _roll_back(self, entry: LogEntry) -> None:
+        """Undo an unfinished append: delete the files it moved, its staging dir, then its log entry (in
+        that order, so that a crash while rolling back leaves an entry that the next run rolls back again)."""
+        moved = [planned.final for planned in entry.files if self.fs.exists(planned.final)]
+        for final in moved:
+            self.fs.delete_file(final)
+        self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+        self.log.discard(entry)
+        log.warning(
+            "%s: rolled back batch %d that a crashed run left %s (%d of its %d files had been moved into %s); "
+            "this run writes its rows",
+            self.query_name,
+            entry.batch,
+            entry.state,
+            len(moved),
+            len(entry.files),
+            self.settings.path,
+        )
 
     def _stage(self, rows: DataFrame, staging: str) -> None:
         writer_input = rows
@@ -371,6 +426,7 @@ class BatchCommitter:
                 self.fs.move(final_dir, join(trash, relative))
                 entry.replaced_files.append(final_dir)
             self.fs.move(new_dir, final_dir)
+            fault_point("mid-move", entry.batch)
         self.log.write(entry)
 
     def _staged_partition_dirs(self, entry: LogEntry, by_partition: dict[str, list[PlannedFile]]) -> dict[str, str]:
@@ -477,8 +533,8 @@ class BatchCommitter:
         if waiting:
             raise MetastoreUnavailableError(
                 f"{self.query_name}: {len(waiting)} partition(s) of {self.settings.table.identifier} are "
-                "written but not committed, because the metastore did not answer; they are committed when "
-                "the insert runs again."
+                "written but not committed, because the metastore did not answer. Run the insert again: an "
+                "append is undone and written again, an overwrite is redone, and every partition is committed."
             )
         return committed
 

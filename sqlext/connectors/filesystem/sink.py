@@ -170,8 +170,7 @@ class FileSystemSink(TableSink):
     def write_batch(self, rows: DataFrame, plan: InsertPlan) -> None:
         committer = self._committer(plan)
         try:
-            last = committer.log.last_batch(plan.query_name)
-            batch_id = 0 if last is None else last + 1
+            batch_id = committer.settle_interrupted_statement()
             info = BatchInfo(None, int(time.time() * 1000))
             entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite, final=True)
             committer.end_of_input()
