@@ -9,8 +9,8 @@ from sqlext.table import Column, TableDefinition
 
 
 def quote_string(value: str) -> str:
-    """A SQL string literal (backslash-escaped, which Spark and Flink both read)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A Flink SQL string literal: a quote doubled, a backslash as itself."""
+    return "'" + value.replace("'", "''") + "'"
 
 
 def quote_name(name: str) -> str:

@@ -104,8 +104,18 @@ def check_columns(fmt: str, columns: Sequence[tuple[str, str]]) -> None:
             )
 
 
+def unescape_field_delimiter(value: str) -> str:
+    """``csv.field-delimiter`` as Flink reads it: Java's backslash escapes in the value are unescaped, so
+    ``'\\t'`` is a tab and ``'\\\\'`` a backslash (a lone ``'\\'`` stays a backslash)."""
+    if "\\" not in value or value == "\\":
+        return value
+    return value.encode("latin-1", "backslashreplace").decode("unicode_escape")
+
+
 def _single_char(options: Mapping[str, str], key: str, default: str) -> str:
     value = options.get(key, default)
+    if key == "field-delimiter":
+        value = unescape_field_delimiter(value)
     if len(value) != 1:
         raise OptionError(f"Option 'csv.{key}' must be a single character, got '{value}'.", option=f"csv.{key}")
     return value
@@ -551,7 +561,7 @@ in both engines:
 'format' = 'csv', 'csv.escape-character' = '\\', 'csv.null-literal' = '\\N'
 ```
 
-(in sqlext's SQL a backslash in a string literal is itself escaped, as in Spark: `'\\\\'`, `'\\\\N'`). Flink's
+(string literals follow Flink's rules in sqlext too: a backslash is itself, a quote is doubled). Flink's
 csv reader unescapes a field before it compares it with the null literal, so with a declared escape
 character sqlext writes NULL escaped (`\\\\N`) and gives the HMS that text as `serialization.null.format`;
 Hive, Flink and sqlext then all read NULL. What stays different, verified side by side

@@ -8,6 +8,7 @@ for (``RESET``, ``SHOW CREATE TABLE``, ``SHOW TABLES``, ``ALTER TABLE ... RESET`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -76,6 +77,11 @@ class Flink(Spark):
     """Flink SQL as far as sqlext needs it: Spark SQL plus Flink's DDL additions."""
 
     class Tokenizer(Spark.Tokenizer):
+        # Flink's string literals: a quote is escaped by doubling it; a backslash is an ordinary character
+        # ('\' is one backslash, 'a\tb' four characters). Spark's backslash escapes are not Flink SQL.
+        STRING_ESCAPES = ["'"]  # noqa: RUF012
+        # The SQL standard's Unicode strings, as Flink documents for special characters (U&'\0009').
+        UNICODE_STRINGS = [("U&'", "'"), ("u&'", "'")]  # noqa: RUF012
         KEYWORDS = {  # noqa: RUF012
             **{k: v for k, v in Spark.Tokenizer.KEYWORDS.items() if k != "LIST"},  # not a Flink type
             "BYTES": TokenType.VARBINARY,
@@ -223,10 +229,15 @@ class StopJob(Statement):
 
 
 def _tokens(sql: str) -> list[Token]:
+    """Flink's tokens; a text that only Spark's string rules read (``'it\\'s'``) gets Spark's, so that
+    Spark's own statements still pass through (a sqlext statement then fails in its parse, naming it)."""
     try:
         return list(Flink().tokenize(sql))
-    except TokenError as exc:
-        raise ParseError(f"Cannot read statement: {exc}", statement=sql) from exc
+    except TokenError as flink_error:
+        try:
+            return list(Spark().tokenize(sql))
+        except TokenError:
+            raise ParseError(f"Cannot read statement: {flink_error}", statement=sql) from flink_error
 
 
 def split_statements(text: str) -> list[str]:
@@ -339,9 +350,15 @@ def _parse_tree(sql: str) -> exp.Expr:
     import sqlglot
 
     try:
-        return sqlglot.parse_one(sql, read=Flink)
+        tree = sqlglot.parse_one(sql, read=Flink)
     except SqlglotParseError as exc:
         raise _parse_error(sql, exc) from None
+    # U&'...' as the plain string it stands for: Spark SQL, which runs the queries, has no such literal.
+    return tree.transform(
+        lambda node: (
+            exp.Literal.string(unicode_string_value(node.this)) if isinstance(node, exp.UnicodeString) else node
+        )
+    )
 
 
 #: What each statement sqlext parses looks like, for parse errors (keyed by its leading keyword).
@@ -400,7 +417,31 @@ def _underlined(sql: str, line: int | None, column: int | None, highlight: str) 
     return "\n  ".join(shown)
 
 
+_UNICODE_ESCAPE = re.compile(r"\\(\\|[0-9A-Fa-f]{4}|\+[0-9A-Fa-f]{6})")
+
+
+def unicode_string_value(text: str) -> str:
+    """The value of a ``U&'...'`` literal's text: ``\\XXXX`` and ``\\+XXXXXX`` code points, ``\\\\`` a backslash."""
+
+    def character(match: re.Match[str]) -> str:
+        code = match.group(1)
+        return "\\" if code == "\\" else chr(int(code.lstrip("+"), 16))
+
+    return _UNICODE_ESCAPE.sub(character, text)
+
+
+def string_literal_value(node: exp.Expr | None) -> str | None:
+    """The value of a string literal (``'...'`` or ``U&'...'``), or None for anything else."""
+    if isinstance(node, exp.UnicodeString):
+        return unicode_string_value(node.this)
+    if isinstance(node, exp.Literal) and node.is_string:
+        return str(node.this)
+    return None
+
+
 def _string_value(token: Token, sql: str) -> str:
+    if token.token_type == TokenType.UNICODE_STRING:
+        return unicode_string_value(token.text)
     if token.token_type != TokenType.STRING:
         raise ParseError(
             f"Expected a quoted string, got '{token.text}' in: {sql}",
@@ -495,8 +536,9 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
         options = {}
         for action in sets:
             for eq in action.expressions:
-                if isinstance(eq, exp.EQ) and eq.this.is_string and eq.expression.is_string:
-                    options[eq.this.this] = eq.expression.this
+                value = string_literal_value(eq.expression) if isinstance(eq, exp.EQ) else None
+                if value is not None and eq.this.is_string:
+                    options[eq.this.this] = value
         if options:
             return AlterTableOptions(sql, _table_ident(tree.this), set_options=options)
     return Passthrough(sql)
@@ -568,13 +610,14 @@ def _create_properties(sql: str, tree: exp.Create) -> tuple[dict[str, str], list
     for prop in properties.expressions if properties else []:
         if type(prop) is exp.Property and isinstance(prop.this, exp.Literal) and prop.this.is_string:
             value = prop.args.get("value")
-            if not isinstance(value, exp.Literal) or not value.is_string:
+            text = string_literal_value(value)
+            if text is None:
                 raise ValidationError(
                     f"Option '{prop.this.this}' must have a quoted string value, got {value.sql() if value else '?'}.",
                     statement=sql,
                     option=prop.this.this,
                 )
-            options[prop.this.this] = value.this
+            options[prop.this.this] = text
         elif isinstance(prop, exp.PartitionedByProperty):
             partition_keys = [e.name for e in prop.this.expressions]
         elif isinstance(prop, exp.SchemaCommentProperty):

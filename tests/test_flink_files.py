@@ -76,11 +76,10 @@ def _flink_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(interop, "ROWS", FLINK_ROWS)
 
 
-def _ddl(name: str, fmt: str, columns_of: str, path: Path, options: dict[str, str], engine: str = "flink") -> str:
-    """The CREATE TABLE text for ``engine``: sqlext's parser reads a backslash in a string literal as an
-    escape (Spark's strings), Flink's as itself, so for sqlext a backslash is doubled."""
+def _ddl(name: str, fmt: str, columns_of: str, path: Path, options: dict[str, str]) -> str:
+    """The CREATE TABLE text, the same for both engines (a backslash in a string is itself in both)."""
     rendered = ", ".join(
-        f"'{k}' = '{v.replace(chr(92), chr(92) * 2) if engine == 'sqlext' else v}'"
+        f"'{k}' = '{v}'"
         for k, v in {"connector": "filesystem", "path": path.as_uri(), "format": fmt, **options}.items()
     )
     return f"CREATE TABLE {name} ({interop.ddl_columns(columns_of)}) PARTITIONED BY (p) WITH ({rendered})"
@@ -155,7 +154,7 @@ def flink_written(flink: Flink, tmp_path_factory: pytest.TempPathFactory) -> dic
     each with, by key."""
     root = tmp_path_factory.mktemp("flink-written")
     tables = {
-        key: (_ddl(f"flink_{key.replace('-', '_')}", fmt, "csv", root / key, options, "sqlext"), root / key)
+        key: (_ddl(f"flink_{key.replace('-', '_')}", fmt, "csv", root / key, options), root / key)
         for key, (fmt, options) in FLINK_WRITTEN.items()
     }
     with pytest.MonkeyPatch.context() as patch:
@@ -225,7 +224,7 @@ def sqlext_written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
                     f"CREATE TABLE {src} ({interop.ddl_columns(fmt)}) WITH ('connector' = 'filesystem', "
                     f"'path' = '{landing.as_uri()}', 'format' = 'parquet')"
                 )
-                spark.sql(_ddl(f"{DATABASE}.sqlext_{fmt}", fmt, fmt, root / fmt, SQLEXT_WRITTEN_OPTIONS[fmt], "sqlext"))
+                spark.sql(_ddl(f"{DATABASE}.sqlext_{fmt}", fmt, fmt, root / fmt, SQLEXT_WRITTEN_OPTIONS[fmt]))
                 spark.sql(f"INSERT INTO {DATABASE}.sqlext_{fmt} SELECT * FROM {src}")
                 written[fmt] = root / fmt
         finally:
@@ -284,7 +283,7 @@ def test_hive_and_sqlext_read_the_csv_flink_reads(spark: Any, sqlext_written: di
     spark.catalog.refreshTable(table)
     hive_rows = spark_own_sql(spark)(_select(table, "csv")).collect()
     interop.assert_rows_equal("csv", "Hive's LazySimpleSerDe reading sqlext's csv (Flink's options)", hive_rows)
-    ddl = _ddl("t", "csv", "csv", sqlext_written["csv"], SQLEXT_WRITTEN_OPTIONS["csv"], "sqlext")
+    ddl = _ddl("t", "csv", "csv", sqlext_written["csv"], SQLEXT_WRITTEN_OPTIONS["csv"])
     statement = parse_statement(ddl)
     assert isinstance(statement, CreateTable)
     frame = FileSystemTableFactory().create_source(SourceContext(spark, statement.table, streaming=False))

@@ -51,3 +51,10 @@ def test_timestamp_ltz_is_written_in_utc_with_z() -> None:
     assert form.encode_value(value, ltz=True) == "2026-01-02 03:04:05.5Z"
     assert form.encode_value(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02 03:04:05"
     assert "timestamp.formats" in form.serde()
+
+
+@pytest.mark.parametrize(
+    ("written", "delimiter"), [("\\t", "\t"), ("\\\\", "\\"), ("\\", "\\"), (";", ";"), ("\\u0001", "\x01")]
+)
+def test_the_field_delimiter_is_unescaped_as_flinks_csv_format_does(written: str, delimiter: str) -> None:
+    assert CsvTextForm.from_options({"field-delimiter": written, "escape-character": "#"}).delimiter == delimiter

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlglot import exp
 
 from sqlext.errors import ParseError, ValidationError
 from sqlext.parser import (
@@ -293,3 +294,22 @@ def test_invalid_parts_of_a_statement_are_named(sql: str, named: str) -> None:
     with pytest.raises(ValidationError) as failure:
         parse_statement(sql)
     assert named in failure.value.message and failure.value.statement == sql
+
+
+def test_string_literals_follow_flinks_rules_a_backslash_is_itself_and_unicode_strings_decode() -> None:
+    create = parse_statement(
+        "CREATE TABLE t (a STRING) WITH ('connector' = 'filesystem', 'path' = 'file:///t', 'format' = 'csv', "
+        r"'csv.escape-character' = '\', 'csv.null-literal' = '\N', 'csv.field-delimiter' = U&'\0009', "
+        "'k' = 'it''s')"
+    )
+    assert isinstance(create, CreateTable)
+    options = create.table.options
+    assert options["csv.escape-character"] == "\\" and options["csv.null-literal"] == "\\N"
+    assert options["csv.field-delimiter"] == "\t" and options["k"] == "it's"
+    insert = parse_statement(r"INSERT INTO t SELECT 'a\tb', U&'\+01F600' FROM s")
+    assert isinstance(insert, Insert)
+    assert [literal.this for literal in insert.query.find_all(exp.Literal)] == ["a\\tb", "\U0001f600"]
+    assert "'a\\\\tb'" in insert.query_sql  # Spark reads 'a\\tb' as a, backslash, t, b
+    assert parse_statement(r"SET 'csv.x' = '\t'") == SetOption(r"SET 'csv.x' = '\t'", "csv.x", "\\t")
+    # Spark's own statements with Spark's escapes still pass through.
+    assert isinstance(parse_statement(r"SELECT 'it\'s'"), Passthrough)

@@ -76,9 +76,7 @@ def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
 def _fresh_sqlext_options(request: pytest.FixtureRequest) -> Iterator[None]:
     """Undo a test's ``SET``s and ``USE`` on the shared Spark session, so no later test inherits them."""
     yield
-    if "spark" not in request.fixturenames:
-        return
-    session = getattr(request.getfixturevalue("spark"), "_sqlext_session", None)
+    session = getattr(request.node.funcargs.get("spark"), "_sqlext_session", None)
     if session is not None:
         session.reset_options()
         session.current_database = "default"

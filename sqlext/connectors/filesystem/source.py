@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem import options as fso
+from sqlext.formats import unescape_field_delimiter
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
@@ -114,6 +115,8 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
                 mapped["quote"] = ""
         elif key == "timestamp-format.standard":
             mapped["timestampFormat"] = _JSON_TIMESTAMP_FORMATS.get(value.strip().upper(), value)
+        elif key == "field-delimiter":
+            mapped["sep"] = unescape_field_delimiter(value)
         else:
             mapped[_RENAMED.get(key, key)] = value
     return mapped
