@@ -7,14 +7,13 @@ Usage: python -m tests.support.batch_job METASTORE_URI TABLE_PATH INPUT_DIR OPTI
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 from sqlext.connectors.filesystem.sink import FileSystemSink
-from sqlext.paths import packaged_conf_dir
 from sqlext.sink import InsertPlan
+from tests.support.local_spark import local_session
 from tests.support.streams import EVENT_DDL
 from tests.support.tables import events_table
 
@@ -22,21 +21,8 @@ QUERY_NAME = "batch_job"
 
 
 def main(argv: list[str]) -> int:
-    from pyspark.sql import SparkSession
-
     metastore_uri, table_path, input_dir, options, database = argv[:5]
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.hadoop.hive.metastore.uris", metastore_uri)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
-        .enableHiveSupport()
-        .getOrCreate()
-    )
+    spark = local_session({"spark.hadoop.hive.metastore.uris": metastore_uri})
     table = events_table(database, "events", Path(table_path), **json.loads(options))
     rows = (
         spark.read.schema(EVENT_DDL)

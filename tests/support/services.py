@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ import pytest
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.metastore.launcher import Backend, MetastoreSettings
-from sqlext.paths import packaged_conf_dir
+from tests.support.local_spark import local_session
 from tests.support.waiting import free_port, wait_for
 
 
@@ -48,24 +47,14 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def spark(metastore: MetastoreSettings, warehouse: Path) -> Iterator[object]:
     """A local Spark session with Hive support on the session's metastore."""
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers (UDFs, Python data sources) must run this interpreter, with this venv's packages.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sqlext-tests")
-        .config("spark.hadoop.hive.metastore.uris", metastore.uri)
-        .config("spark.sql.warehouse.dir", warehouse.as_uri())
-        .config("spark.sqlext.metastore.uris", metastore.uri)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
-        .enableHiveSupport()
-        .getOrCreate()
+    session = local_session(
+        {
+            "spark.app.name": "sqlext-tests",
+            "spark.hadoop.hive.metastore.uris": metastore.uri,
+            "spark.sql.warehouse.dir": warehouse.as_uri(),
+            "spark.sqlext.metastore.uris": metastore.uri,
+        },
+        shuffle_partitions=4,
     )
     session.sparkContext.setLogLevel("WARN")
     yield session

@@ -7,15 +7,14 @@ Usage: python -m tests.support.sink_job METASTORE_URI TABLE_PATH INPUT_DIR CHECK
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.fs import backend_name
-from sqlext.paths import packaged_conf_dir
 from sqlext.sink import InsertPlan
+from tests.support.local_spark import local_session
 from tests.support.streams import hourly_event_stream
 from tests.support.tables import events_table
 
@@ -23,22 +22,9 @@ QUERY_NAME = "crash_job"
 
 
 def main(argv: list[str]) -> int:
-    from pyspark.sql import SparkSession
-
     metastore_uri, table_path, input_dir, checkpoint = argv[:4]
     options = json.loads(argv[4]) if len(argv) > 4 else {}
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.hadoop.hive.metastore.uris", metastore_uri)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
-        .enableHiveSupport()
-        .getOrCreate()
-    )
+    spark = local_session({"spark.hadoop.hive.metastore.uris": metastore_uri})
     # What the crash tests assert on: which filesystem implementation the commit path runs on (SQLEXT_FS).
     print(f"commit path filesystem: {backend_name(Path(table_path).as_uri())}", file=sys.stderr, flush=True)
     database = argv[5] if len(argv) > 5 else "crash_db"
