@@ -23,6 +23,9 @@ def local_session(conf: dict[str, str], hive: bool = True, shuffle_partitions: i
         .config("spark.pyspark.python", sys.executable)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
         .config("spark.ui.enabled", "false")
+        # A Python worker (UDFs, Python data sources) that connects back late on a loaded machine is given up
+        # on after this (Spark's default 15 s failed streaming sources' starts under test load).
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j}")
     )
     for key, value in conf.items():
