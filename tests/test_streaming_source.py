@@ -3,6 +3,8 @@ whole path on a real metastore and real files."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from sqlext.connectors.filesystem import streaming_source as ss
 from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import OptionError
@@ -48,9 +51,22 @@ def _first_batch_per_partition(path: Path, query: str) -> dict[str, int]:
     return first
 
 
+def _commit_ms(hms: MetastoreClient, database: str, table: str, name: str) -> int:
+    [partition] = hms.get_partitions_by_names(database, table, [name])
+    altered = int((partition.parameters or {}).get("transient_lastDdlTime", 0))
+    return max(partition.createTime, altered) * 1000
+
+
+def _source_batches(query: Any) -> list[dict[str, Any]]:
+    """The end offsets of the streaming source's batches that read something, from Spark's progress."""
+    ends = [json.loads(s["endOffset"]) for p in query.recentProgress for s in p["sources"]]
+    return [end for end in ends if isinstance(end, dict) and end.get("batch")]
+
+
 def test_a_plain_table_fed_by_alter_table_add_partition_streams_each_partition_once(
-    spark: Any, hms: MetastoreClient, tmp_path: Path
+    spark: Any, hms: MetastoreClient, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="sqlext.streaming_source")
     extend(spark)
     spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
     spark.sql("CREATE DATABASE IF NOT EXISTS sread")
@@ -78,6 +94,22 @@ def test_a_plain_table_fed_by_alter_table_add_partition_streams_each_partition_o
         wait_for(lambda: committed_ids(sink) == list(range(10)), 120, what="the first partition copied")
         spark_own_sql(spark)("ALTER TABLE sread.plain ADD PARTITION (dt = '2026-11-22', hr = '01')")
         wait_for(lambda: committed_ids(sink) == list(range(20)), 120, what="the second partition copied")
+        # One batch a partition, in Spark's own progress (reported once the batch has finished).
+        first, second = wait_for(lambda: _source_batches(running.query)[1:] and _source_batches(running.query), 60)
+        hours = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+        assert [ss.batch_progress(end).partitions for end in (first, second)] == [(hours[0],), (hours[1],)]
+        assert [ss.batch_progress(end).files for end in (first, second)] == [1, 1]
+        committed = [_commit_ms(hms, "sread", "plain", hour) for hour in hours]
+        assert [first["lag_ms"], second["lag_ms"]] == [0, committed[1] - committed[0]]
+        report = running.query.lastProgress["sources"][0]["latestOffset"]
+        assert json.loads(report) == {
+            "partitions": 2,
+            "newest_commit_ms": committed[1],
+            "lag_ms": 0,
+            "unread_commits": 0,
+        }
+        line = f"read 1 partition(s) [{hours[1]}], 1 file(s); {second['lag_ms'] / 1000:.1f} s behind the newest"
+        wait_for(lambda: any(line in record.getMessage() for record in caplog.records), 30, what=f"'{line}' logged")
     finally:
         running.stop()
         running.wait(60)

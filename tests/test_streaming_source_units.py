@@ -224,3 +224,43 @@ def test_a_file_is_read_in_the_source_schema_with_its_partition_values(tmp_path:
         {"id": 1, "ts": datetime(2026, 11, 22, 1, tzinfo=UTC), "note": None, "dt": "2026-11-22", "hr": "01"},
         {"id": 2, "ts": None, "note": None, "dt": "2026-11-22", "hr": "01"},
     ]
+
+
+def test_each_batch_reports_its_partitions_files_and_lag_behind_the_newest_commit() -> None:
+    settings = _settings()
+    listing = Listing()
+    listing.files = {"dt=a/hr=1": ["f1", "f2"], "dt=a/hr=2": ["f3"], "dt=a/hr=3": ["f4"]}
+    first, _ = _advance(
+        ss.initial_offset(settings),
+        [_partition("a", "1", created_s=100), _partition("a", "2", created_s=130)],
+        settings,
+        listing,
+    )
+    progress = ss.batch_progress(first)
+    assert progress == ss.BatchProgress(("dt=a/hr=1", "dt=a/hr=2"), 3, 30_000)  # behind since the oldest read
+    assert "2 partition(s) [dt=a/hr=1, dt=a/hr=2], 3 file(s); 30.0 s behind" in progress.describe()
+    later = [_partition("a", "1", created_s=100), _partition("a", "2", created_s=130)]
+    later.append(_partition("a", "3", created_s=190))
+    assert ss.latest_report(first, later) == {
+        "partitions": 3,
+        "newest_commit_ms": 190_000,
+        "lag_ms": 60_000,
+        "unread_commits": 1,
+    }
+    second, _ = _advance(first, later, settings, listing)
+    assert ss.batch_progress(second) == ss.BatchProgress(("dt=a/hr=3",), 1, 60_000)
+    assert ss.latest_report(second, later)["unread_commits"] == 0
+    assert ss.batch_progress(ss.initial_offset(settings)) is None
+
+
+def test_a_recommit_counts_from_its_alter_time() -> None:
+    settings = _settings()
+    listing = Listing()
+    listing.files = {"dt=a/hr=1": ["f1"]}
+    first, _ = _advance(ss.initial_offset(settings), [_partition("a", "1", created_s=100)], settings, listing)
+    listing.files["dt=a/hr=1"] = ["f1", "late"]
+    recommitted = ss.PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/dt=a/hr=1", 100_000, "s2", 160_000)
+    second, read = _advance(first, [recommitted], settings, listing)
+    assert read == ["dt=a/hr=1/late"]
+    assert ss.batch_progress(second) == ss.BatchProgress(("dt=a/hr=1",), 1, 60_000)
+    assert second["commit_ms"] == 160_000

@@ -5,20 +5,30 @@
 for the query (they may keep a metastore connection and the time of the last poll); ``read`` runs on the
 executors, one task per file, and reads it with pyarrow through :mod:`sqlext.arrowfs` (the session's
 ``spark.hadoop.*`` keys travel in the source's options).
+
+Progress: ``reportLatestOffset`` gives Spark what the newest poll saw in the metastore (shown as the source's
+``latestOffset`` in ``StreamingQuery.lastProgress``), and :class:`ProgressLogger`, a query listener on the
+driver, logs each batch's partitions, files and lag from its end offset. The log is the driver's: the reader's
+own process is Spark's, whose log output goes nowhere users look.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem import streaming_source as ss
 from sqlext.options import Options
+
+log = logging.getLogger("sqlext.streaming_source")
 
 
 @dataclass
@@ -52,6 +62,8 @@ class CommittedPartitionReader(DataSourceStreamReader):
         self.settings = spec.settings()
         self._client: Any = None
         self._next_poll = 0.0
+        self._latest: dict[str, Any] | None = None
+        self._polled: list[ss.PartitionSnapshot] = []
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -64,13 +76,15 @@ class CommittedPartitionReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         now = time.monotonic()
         if now < self._next_poll:
+            self._latest = start
             return start
         self._next_poll = now + self.settings.monitor_interval.total_seconds()
         partitions = ss.poll(self.spec, self._metastore())
+        self._polled = partitions
         options = Options(self.spec.options)
         success_file = options.get(fso.SUCCESS_FILE_NAME)
         table_path = options.require(fso.PATH)
-        return ss.next_offset(
+        self._latest = ss.next_offset(
             start,
             partitions,
             self.settings,
@@ -78,6 +92,12 @@ class CommittedPartitionReader(DataSourceStreamReader):
             lambda partition: ss.list_partition_files(partition, success_file),
             lambda partition: ss.compaction_merges(table_path, partition),
         )
+        return self._latest
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        if self._latest is None:
+            return None
+        return ss.latest_report(self._latest, self._polled)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if start == end:
@@ -139,3 +159,29 @@ def _read_format(fmt: str, handle: Any) -> Any:
     import pyarrow.parquet as pq
 
     return pq.read_table(handle)
+
+
+class ProgressLogger(StreamingQueryListener):
+    """Logs, once a micro-batch, what each committed-partitions source of the query read (INFO, one line)."""
+
+    def onQueryStarted(self, event: Any) -> None:
+        return None
+
+    def onQueryProgress(self, event: Any) -> None:
+        progress = event.progress
+        for source in progress.sources:
+            if source.startOffset == source.endOffset or not source.endOffset:
+                continue
+            try:
+                end = json.loads(source.endOffset)
+            except (TypeError, ValueError):
+                continue
+            batch = ss.batch_progress(end)
+            if batch is not None:
+                log.info("%s: batch %d %s", progress.name or progress.id, progress.batchId, batch.describe())
+
+    def onQueryIdle(self, event: Any) -> None:
+        return None
+
+    def onQueryTerminated(self, event: Any) -> None:
+        return None

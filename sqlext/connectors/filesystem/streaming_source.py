@@ -19,7 +19,11 @@ each partition once the partition is in the metastore: committed by sqlext's sin
 - a partition read before whose statistics change in the metastore (a late-data re-commit alters the
   partition with new ``numFiles``/``totalSize``) is listed again, and the files not read before are read;
 - files are read on the executors with pyarrow (parquet and orc); hidden files (``_``/``.``) and the
-  success file are never read.
+  success file are never read;
+- progress: the end offset of a micro-batch also carries the commit time of the newest partition read so far
+  and how far the source was behind the newest commit in the metastore when it planned the batch
+  (:func:`batch_progress`); :class:`ProgressLogger` logs it once a batch, and the reader's
+  ``reportLatestOffset`` shows the metastore side (:func:`latest_report`) in Spark's progress.
 
 The pure parts (settings, order keys, :func:`next_offset`) need no Spark; :func:`read_stream` builds the
 DataFrame.
@@ -165,6 +169,13 @@ class PartitionSnapshot:
     location: str
     create_time_ms: int
     signature: str
+    #: When it was last committed (added or altered) in the metastore; 0 when only the creation is known.
+    altered_ms: int = 0
+
+    @property
+    def commit_ms(self) -> int:
+        """The time of its newest commit: its creation, or its last re-commit (late data, compaction)."""
+        return max(self.create_time_ms, self.altered_ms)
 
 
 def order_key(
@@ -205,8 +216,10 @@ def next_offset(
     _check_order(start, settings)
     key: Any = start["key"]  # all of one type: the order's (checked above)
     seen = set(start.get("seen", []))
+    read_ms: int | None = start.get("commit_ms")
     read: dict[str, dict[str, Any]] = {name: dict(entry) for name, entry in start.get("read", {}).items()}
     batch: list[dict[str, Any]] = []
+    batch_ms: list[int] = []
     keyed: list[tuple[Any, PartitionSnapshot]] = [(key_of(p), p) for p in partitions]
     keyed.sort(key=lambda pair: (pair[0], pair[1].name))
     newest, newest_names = key, set(seen)
@@ -223,11 +236,13 @@ def next_offset(
                 read[partition.name] = {"sig": partition.signature, "files": sorted(done | set(listed))}
                 if added:
                     batch.append(_batch_entry(partition, added))
+                    batch_ms.append(partition.commit_ms)
             continue
         if partition_key < key or (partition_key == key and partition.name in seen):
             continue  # read already, or too late for the order (as in Flink)
         files = list_files(partition)
         batch.append(_batch_entry(partition, files))
+        batch_ms.append(partition.commit_ms)
         if settings.read_recommits:
             read[partition.name] = {"sig": partition.signature, "files": files}
         if partition_key > newest:
@@ -245,7 +260,55 @@ def next_offset(
     }
     if settings.read_recommits:
         offset["read"] = read
+    if batch_ms:
+        newest_commit = max(p.commit_ms for p in partitions)
+        # Behind since the newest commit read before; a first batch is behind since the oldest it reads.
+        behind_since = read_ms if read_ms is not None else min(batch_ms)
+        offset["lag_ms"] = max(0, newest_commit - behind_since)
+        read_ms = max(batch_ms if read_ms is None else [read_ms, *batch_ms])
+    if read_ms is not None:
+        offset["commit_ms"] = read_ms
     return offset
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """What one micro-batch of the source read, and how far behind the newest commit it was."""
+
+    partitions: tuple[str, ...]
+    files: int
+    #: The newest commit in the metastore minus the newest commit read before this batch, when it was planned.
+    lag_ms: int
+
+    def describe(self) -> str:
+        """One line for the log."""
+        shown = ", ".join(self.partitions[:5]) + (", ..." if len(self.partitions) > 5 else "")
+        return (
+            f"read {len(self.partitions)} partition(s) [{shown}], {self.files} file(s); "
+            f"{self.lag_ms / 1000:.1f} s behind the newest commit when planned"
+        )
+
+
+def batch_progress(end: Mapping[str, Any]) -> BatchProgress | None:
+    """The progress of the micro-batch that ends at ``end`` (None for an offset that reads nothing, or one
+    that is not this source's)."""
+    if not isinstance(end, Mapping) or end.get("v") != OFFSET_VERSION or not end.get("batch"):
+        return None
+    partitions = tuple(dict.fromkeys(entry["p"] for entry in end["batch"]))
+    files = sum(len(entry["files"]) for entry in end["batch"])
+    return BatchProgress(partitions, files, int(end.get("lag_ms", 0)))
+
+
+def latest_report(latest: Mapping[str, Any], partitions: Sequence[PartitionSnapshot]) -> dict[str, Any]:
+    """What the metastore held at the newest poll, against the newest planned offset ``latest``: Spark shows
+    it as the source's ``latestOffset`` in the query's progress. Commits newer than the newest commit read are
+    unread; the lag is the newest commit's time minus the newest read one's (the oldest unread one's when
+    nothing was read)."""
+    read_ms = latest.get("commit_ms")
+    unread = [p.commit_ms for p in partitions if read_ms is None or p.commit_ms > read_ms]
+    newest = max((p.commit_ms for p in partitions), default=0)
+    lag = max(unread) - (min(unread) if read_ms is None else read_ms) if unread else 0
+    return {"partitions": len(partitions), "newest_commit_ms": newest, "lag_ms": lag, "unread_commits": len(unread)}
 
 
 def _not_merged_from_read(
@@ -325,7 +388,15 @@ def snapshot(keys: Sequence[str], partition: Any, default_name: str) -> Partitio
         location=partition.sd.location,
         create_time_ms=int(partition.createTime or 0) * 1000,
         signature=signature,
+        altered_ms=_int(parameters.get("transient_lastDdlTime")) * 1000,
     )
+
+
+def _int(text: Any) -> int:
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
 
 
 def data_file_names(names: Sequence[str], success_file: str) -> list[str]:
@@ -455,9 +526,13 @@ def register(spark: Any) -> None:
     """Register the committed-partitions data source on a session; idempotent."""
     if id(spark) in _registered:
         return
-    from sqlext.connectors.filesystem.partition_stream import CommittedPartitionSource
+    from sqlext.connectors.filesystem.partition_stream import CommittedPartitionSource, ProgressLogger
 
     spark.dataSource.register(CommittedPartitionSource)
+    try:
+        spark.streams.addListener(ProgressLogger())
+    except Exception as exc:  # Spark Connect runs Python listeners on the server; progress is still in lastProgress
+        log.debug("no per-batch progress log for the streaming source: %s", exc)
     _registered.add(id(spark))
 
 
