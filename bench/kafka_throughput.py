@@ -21,8 +21,10 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import shutil
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -159,6 +161,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
+    # Python data sources start their Python processes with PYSPARK_PYTHON (not spark.pyspark.python).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     home = scratch_dir()
     broker = start_broker(home / "tansu.log")
     result: dict[str, Any] = {"params": vars(args)}
@@ -172,8 +176,14 @@ def main() -> None:
             result["executor_read_alone"] = read_alone(broker.bootstrap, "events", args.rows)
             print(f"  read alone: {result['executor_read_alone']['rows_per_s']:,.0f} rows/s", flush=True)
         with metastore(home) as hms:
+            # sqlext's catalog must use this metastore (without the conf it would use or start the default one),
+            # and on a loaded machine the source's Python process may connect back later than Spark's 15 s.
+            os.environ["PYSPARK_SUBMIT_ARGS"] = (
+                f"--conf spark.sqlext.metastore.uris={hms.uri} "
+                "--conf spark.python.authenticate.socketTimeout=180s pyspark-shell"
+            )
             spark = spark_session(hms.uri, home / "warehouse")
-            extend(spark)
+            assert extend(spark).metastore_uri == hms.uri, "sqlext would use another metastore"
             spark.conf.set("spark.sqlext.checkpoint.root", (home / "checkpoints").as_uri())
             spark.sql("CREATE DATABASE IF NOT EXISTS bench")
 
