@@ -14,8 +14,8 @@ from sqlext.connectors.kafka.client import KafkaSourceError
 from sqlext.parser import parse_statement
 from sqlext.registry import SourceContext, find_factory, validate_table
 from sqlext.table import TableDefinition
-from tests.support.kafka import KafkaBroker, Record, json_events
-from tests.support.waiting import free_port
+from tests.support.kafka import KafkaBroker, Record, json_events, start_broker, stop_broker
+from tests.support.waiting import free_port, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
@@ -194,3 +194,25 @@ def test_a_dead_broker_is_named_after_the_clients_timeout(spark: Any) -> None:
     assert failure.value.message.startswith(
         f"Kafka broker(s) {dead} did not answer for topic(s) events of table src_db.dead within 2 s"
     )
+
+
+def test_a_broker_that_dies_mid_stream_fails_the_query_naming_broker_and_topic(
+    spark: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    broker = start_broker(tmp_path_factory.mktemp("dying") / "tansu.log")
+    try:
+        topic = _topic(broker, 1)
+        broker.produce(topic, json_events(0, 5, DAY, 60, partitions=1))
+        table = _table(broker, topic, **{"properties.socket.timeout.ms": "2000"})
+        query = _stream(spark, table, tmp_path, "dying")
+        try:
+            wait_for(lambda: _ids(spark, "dying") == list(range(5)) or not query.isActive, 300, what="the rows")
+            assert query.isActive, f"failed before the broker stopped: {query.exception()}"
+            stop_broker(broker)
+            wait_for(lambda: not query.isActive, 300, what="the query to fail")
+        finally:
+            query.stop()
+    finally:
+        stop_broker(broker)
+    message = str(query.exception())
+    assert f"Kafka broker(s) {broker.bootstrap} gave no offsets for partition 0 of topic '{topic}'" in message, message

@@ -220,30 +220,27 @@ class KafkaBatchReader(DataSourceReader):
 
 
 def read_range(settings: kc.ReadSettings, task: OffsetRange) -> Iterator[Any]:
-    """The records of one offset range, as Arrow record batches (on an executor)."""
+    """The records of one offset range, as Arrow record batches (on an executor).
+
+    Records are handled a ``consume`` answer at a time, and turned into columns only when a batch is
+    full: a Python loop over each record was most of the executor's own time per record."""
     from confluent_kafka import TopicPartition
 
     client = kc.consumer(settings)
     try:
         client.assign([TopicPartition(task.topic, task.partition, task.start)])
-        rows = _Rows()
+        pending: list[Any] = []
         position, waited_since = task.start, time.monotonic()
         while position < task.end:
             records = client.consume(min(_ROWS_PER_ARROW_BATCH, task.end - position), timeout=1.0)
-            for record in records:
-                if record.error() is not None:
-                    raise kc.KafkaSourceError(
-                        f"Reading partition {task.partition} of topic '{task.topic}' (table {settings.table}, "
-                        f"Kafka broker(s) {settings.brokers}) failed: {record.error()}",
-                        option=ko.TOPIC.key,
-                        value=task.topic,
-                    )
-                if record.offset() >= task.end:
-                    position = task.end
-                    break
-                rows.add(record)
-                position = record.offset() + 1
             if records:
+                _raise_on_error(settings, task, records)
+                if records[-1].offset() >= task.end:  # offsets rise within a partition
+                    records = [record for record in records if record.offset() < task.end]
+                    position = task.end
+                if records:
+                    pending += records
+                    position = max(position, records[-1].offset() + 1)
                 waited_since = time.monotonic()
             else:
                 position = max(position, _position(client, task))  # gaps: compacted records, transaction markers
@@ -255,13 +252,24 @@ def read_range(settings: kc.ReadSettings, task: OffsetRange) -> Iterator[Any]:
                         option=ko.TOPIC.key,
                         value=task.topic,
                     )
-            if len(rows) >= _ROWS_PER_ARROW_BATCH:
-                yield rows.batch()
-                rows = _Rows()
-        if len(rows):
-            yield rows.batch()
+            if len(pending) >= _ROWS_PER_ARROW_BATCH:
+                yield arrow_batch(task, pending)
+                pending = []
+        if pending:
+            yield arrow_batch(task, pending)
     finally:
         client.close()
+
+
+def _raise_on_error(settings: kc.ReadSettings, task: OffsetRange, records: list[Any]) -> None:
+    failed = next((record for record in records if record.error() is not None), None)
+    if failed is not None:
+        raise kc.KafkaSourceError(
+            f"Reading partition {task.partition} of topic '{task.topic}' (table {settings.table}, "
+            f"Kafka broker(s) {settings.brokers}) failed: {failed.error()}",
+            option=ko.TOPIC.key,
+            value=task.topic,
+        )
 
 
 def _position(client: Any, task: OffsetRange) -> int:
@@ -274,46 +282,29 @@ def _position(client: Any, task: OffsetRange) -> int:
 _TIMESTAMP_TYPES = {0: None, 1: 0, 2: 1}  # librdkafka's NOT_AVAILABLE, CREATE_TIME, LOG_APPEND_TIME -> Kafka's ids
 
 
-class _Rows:
-    """Columns of raw records, turned into one Arrow record batch."""
+def arrow_batch(task: OffsetRange, records: list[Any]) -> Any:
+    """Records of one topic partition as one Arrow record batch of :data:`RAW_SCHEMA` (topic and partition
+    are the task's, not asked of each record)."""
+    import pyarrow as pa
 
-    def __init__(self) -> None:
-        self.columns: dict[str, list[Any]] = {name: [] for name in _COLUMN_NAMES}
-
-    def __len__(self) -> int:
-        return len(self.columns["offset"])
-
-    def add(self, record: Any) -> None:
-        kind, stamp = record.timestamp()
-        columns = self.columns
-        columns["key"].append(record.key())
-        columns["value"].append(record.value())
-        columns["topic"].append(record.topic())
-        columns["partition"].append(record.partition())
-        columns["offset"].append(record.offset())
-        columns["timestamp"].append(stamp if kind else None)
-        columns["timestamp_type"].append(_TIMESTAMP_TYPES.get(kind))
-        columns["headers"].append(list(record.headers() or []))
-        epoch = record.leader_epoch() if hasattr(record, "leader_epoch") else None
-        columns["leader_epoch"].append(epoch if epoch is not None and epoch >= 0 else None)
-
-    def batch(self) -> Any:
-        import pyarrow as pa
-
-        return pa.RecordBatch.from_pydict(self.columns, schema=_arrow_schema())
-
-
-_COLUMN_NAMES = (
-    "key",
-    "value",
-    "topic",
-    "partition",
-    "offset",
-    "timestamp",
-    "timestamp_type",
-    "headers",
-    "leader_epoch",
-)
+    stamps = [record.timestamp() for record in records]
+    epochs: list[int | None]
+    if records and hasattr(records[0], "leader_epoch"):  # confluent-kafka >= 2.1
+        epochs = [epoch if epoch is not None and epoch >= 0 else None for epoch in (r.leader_epoch() for r in records)]
+    else:
+        epochs = [None] * len(records)
+    columns = [
+        pa.array([record.key() for record in records], pa.binary()),
+        pa.array([record.value() for record in records], pa.binary()),
+        pa.array([task.topic] * len(records), pa.string()),
+        pa.array([task.partition] * len(records), pa.int32()),
+        pa.array([record.offset() for record in records], pa.int64()),
+        pa.array([stamp if kind else None for kind, stamp in stamps], pa.int64()),
+        pa.array([_TIMESTAMP_TYPES.get(kind) for kind, _ in stamps], pa.int32()),
+        pa.array([record.headers() or [] for record in records], pa.map_(pa.string(), pa.binary())),
+        pa.array(epochs, pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=_arrow_schema())
 
 
 def _arrow_schema() -> Any:

@@ -1,0 +1,233 @@
+"""Kafka -> committed table throughput: the same JSON events through
+
+(a) Spark's file source (the events as JSON files) into Spark's own file sink (parquet, ``dt``/``hr``), and
+(b) a sqlext streaming insert from a ``kafka`` table (json, sqlext's own source on confluent-kafka, bounded at
+    the latest offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``.
+
+    python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
+
+Spark's own Kafka source would be the fairer (a), but its jar (spark-sql-kafka-0-10) is not in pyspark and
+cannot be fetched here. The broker is Tansu (the test broker, in memory); it answers ``ListOffsets`` right
+only when each record is its own record batch, so the events are produced one per batch (not timed).
+Variants run interleaved in a rotating order, in one Spark session, after a small warm-up of each;
+medians are reported. ``--profile`` adds a cProfile of the driver during one sqlext run and a profile of
+the executors' per-record work (the offset-range read alone, no Spark). Writes
+bench/results/kafka_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
+import shutil
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
+from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.session import extend
+
+START = datetime(2026, 11, 22)
+PARTITIONS = 3
+
+
+def event(n: int, rows: int, hours: int) -> bytes:
+    ts = START + timedelta(seconds=hours * 3600 * n / rows)
+    body = {"id": n, "user_id": f"user-{n % 1000}", "amount": n * 0.01, "ts": ts.strftime("%Y-%m-%d %H:%M:%S")}
+    return json.dumps(body).encode()
+
+
+def produce(broker: Any, topic: str, rows: int, hours: int) -> None:
+    """``rows`` events, round-robin over the partitions, one record per record batch (see the docstring)."""
+    from confluent_kafka import Producer
+
+    broker.create_topic(topic, PARTITIONS)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    for n in range(rows):
+        stamp = int((START + timedelta(seconds=hours * 3600 * n / rows)).replace(tzinfo=UTC).timestamp() * 1000)
+        while True:
+            try:
+                producer.produce(topic, value=event(n, rows, hours), partition=n % PARTITIONS, timestamp=stamp)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    assert producer.flush(120) == 0, "records left unsent"
+
+
+def write_json_files(directory: Path, rows: int, hours: int, files: int) -> None:
+    """The same events as JSON lines files, for Spark's file source."""
+    directory.mkdir(parents=True)
+    per_file = -(-rows // files)
+    for index in range(files):
+        lines = (event(n, rows, hours) for n in range(index * per_file, min(rows, (index + 1) * per_file)))
+        (directory / f"part-{index:05d}.json").write_bytes(b"\n".join(lines) + b"\n")
+
+
+def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
+    """(a): Spark's file source and file sink, availableNow."""
+    query = (
+        spark.readStream.schema("id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP")
+        .option("timestampFormat", "yyyy-MM-dd HH:mm:ss")
+        .json(input_dir.as_uri())
+        .withWatermark("ts", "1 second")
+        .selectExpr("*", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr")
+        .writeStream.format("parquet")
+        .partitionBy("dt", "hr")
+        .option("checkpointLocation", (work / "checkpoint").as_uri())
+        .trigger(availableNow=True)
+        .start((work / "table").as_uri())
+    )
+    query.awaitTermination()
+
+
+def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str) -> None:
+    """(b): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table."""
+    spark.sql(f"""
+        CREATE TABLE bench.src_{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
+          WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+        ) WITH (
+          'connector' = 'kafka', 'topic' = '{topic}', 'properties.bootstrap.servers' = '{bootstrap}',
+          'scan.startup.mode' = 'earliest-offset', 'scan.bounded.mode' = 'latest-offset', 'format' = 'json'
+        )""")
+    spark.sql(f"""
+        CREATE TABLE bench.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), dt STRING, hr STRING)
+        PARTITIONED BY (dt, hr) WITH (
+          'connector' = 'filesystem', 'path' = '{(work / "table").as_uri()}', 'format' = 'parquet',
+          'sink.partition-commit.trigger' = 'partition-time',
+          'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
+          'sink.partition-commit.policy.kind' = 'metastore,success-file'
+        )""")
+    spark.sql(f"SET 'pipeline.name' = '{name}'")
+    [job] = spark.sql(
+        f"INSERT INTO bench.{name} SELECT id, user_id, amount, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), "
+        f"DATE_FORMAT(ts, 'HH') FROM bench.src_{name}"
+    ).collect()
+    running = running_insert(job.job_id)
+    assert running is not None
+    running.wait()
+    failure = running.query.exception()
+    assert failure is None, f"{name} failed: {failure}"
+
+
+def committed_rows(spark: Any, name: str) -> int:
+    return int(spark.sql(f"SELECT count(*) FROM bench.{name}").collect()[0][0])
+
+
+def profile_text(profile: cProfile.Profile, limit: int = 25) -> str:
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(limit)
+    return out.getvalue()
+
+
+def read_alone(bootstrap: str, topic: str, rows: int) -> dict[str, Any]:
+    """What an executor's Python worker does per offset range, without Spark: read + Arrow batches."""
+    from sqlext.connectors.kafka.client import ReadSettings
+    from sqlext.connectors.kafka.source import OffsetRange, read_range
+
+    settings = ReadSettings("bench.read_alone", {"bootstrap.servers": bootstrap}, topics=[topic])
+    for _ in read_range(settings, OffsetRange("warmup", 0, 0, 1_000)):  # imports (pyarrow, pandas) not timed
+        pass
+    per_partition = [len(range(p, rows, PARTITIONS)) for p in range(PARTITIONS)]
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    count = sum(
+        batch.num_rows
+        for p in range(PARTITIONS)
+        for batch in read_range(settings, OffsetRange(topic, p, 0, per_partition[p]))
+    )
+    profile.disable()
+    seconds = time.perf_counter() - started
+    assert count == rows, f"read {count} of {rows}"
+    return {"seconds": seconds, "rows_per_s": rows / seconds, "profile": profile_text(profile, 15)}
+
+
+def main() -> None:
+    from tests.support.kafka import start_broker, stop_broker
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=150_000)
+    parser.add_argument("--hours", type=int, default=6)
+    parser.add_argument("--files", type=int, default=6)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+
+    # Python data sources start their Python processes with PYSPARK_PYTHON (not spark.pyspark.python).
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    home = scratch_dir()
+    broker = start_broker(home / "tansu.log")
+    result: dict[str, Any] = {"params": vars(args)}
+    try:
+        print(f"producing {args.rows:,} events (one per record batch) ...", flush=True)
+        result["produce_s"] = timed(lambda: produce(broker, "events", args.rows, args.hours))
+        produce(broker, "warmup", 3_000, args.hours)
+        write_json_files(home / "input", args.rows, args.hours, args.files)
+        write_json_files(home / "warmup-input", 3_000, args.hours, 1)
+        if args.profile:
+            result["executor_read_alone"] = read_alone(broker.bootstrap, "events", args.rows)
+            print(f"  read alone: {result['executor_read_alone']['rows_per_s']:,.0f} rows/s", flush=True)
+        with metastore(home) as hms:
+            # sqlext's catalog must use this metastore (without the conf it would use or start the default one),
+            # and on a loaded machine the source's Python process may connect back later than Spark's 15 s.
+            os.environ["PYSPARK_SUBMIT_ARGS"] = (
+                f"--conf spark.sqlext.metastore.uris={hms.uri} "
+                "--conf spark.python.authenticate.socketTimeout=180s pyspark-shell"
+            )
+            spark = spark_session(hms.uri, home / "warehouse")
+            assert extend(spark).metastore_uri == hms.uri, "sqlext would use another metastore"
+            spark.conf.set("spark.sqlext.checkpoint.root", (home / "checkpoints").as_uri())
+            spark.sql("CREATE DATABASE IF NOT EXISTS bench")
+
+            def variants(topic: str, input_dir: Path, tag: str) -> dict[str, Any]:
+                return {
+                    "spark_json_files_to_file_sink": lambda: spark_json_to_file_sink(
+                        spark, input_dir, home / f"a-{tag}"
+                    ),
+                    "sqlext_kafka_to_committed_table": lambda: sqlext_kafka_insert(
+                        spark, broker.bootstrap, topic, home / f"b-{tag}", f"b_{tag}"
+                    ),
+                }
+
+            for action in variants("warmup", home / "warmup-input", "warmup").values():
+                action()
+            seconds: dict[str, list[float]] = {name: [] for name in variants("", home, "")}
+            for repeat in range(args.repeats):
+                ordered = list(variants("events", home / "input", f"r{repeat}").items())
+                ordered = ordered[repeat % len(ordered) :] + ordered[: repeat % len(ordered)]
+                for name, action in ordered:
+                    seconds[name].append(timed(action))
+                    print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
+            counts = [committed_rows(spark, f"b_r{r}") for r in range(args.repeats)]
+            assert counts == [args.rows] * args.repeats, f"committed rows {counts}, expected {args.rows} each"
+            if args.profile:
+                profile = cProfile.Profile()
+                profile.enable()
+                sqlext_kafka_insert(spark, broker.bootstrap, "events", home / "b-profile", "b_profile")
+                profile.disable()
+                result["driver_profile"] = profile_text(profile)
+            spark.stop()
+    finally:
+        stop_broker(broker)
+        shutil.rmtree(home, ignore_errors=True)
+
+    rates = {name: args.rows / median(values) for name, values in seconds.items()}
+    print_table(
+        ["variant", "median s", "rows/s"], [[n, f"{median(seconds[n]):.2f}", f"{rates[n]:,.0f}"] for n in seconds]
+    )
+    ratio = rates["sqlext_kafka_to_committed_table"] / rates["spark_json_files_to_file_sink"]
+    print(f"sqlext kafka / spark file source + sink = {ratio:.2f}")
+    result.update({"seconds": seconds, "rows_per_s": rates, "ratio_sqlext_kafka_vs_spark_files": ratio})
+    print(f"written {write_result('kafka_throughput', result)}")
+
+
+if __name__ == "__main__":
+    main()
