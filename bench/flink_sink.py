@@ -225,6 +225,7 @@ def profile_sqlext(home: Path, source: Path, fmt: str, hms_uri: str, rows: int, 
         "spark.sqlext.checkpoint.root": (work / "checkpoints").as_uri(),
         "spark.eventLog.enabled": "true",
         "spark.eventLog.dir": events.as_uri(),
+        "spark.eventLog.compress": "false",  # Spark 4 compresses with zstd by default
     }
     profiler = cProfile.Profile()
     started = time.perf_counter()
@@ -247,9 +248,12 @@ def profile_sqlext(home: Path, source: Path, fmt: str, hms_uri: str, rows: int, 
 def stage_seconds(events: Path) -> list[dict[str, Any]]:
     """Each completed stage of the event log: name, tasks, seconds, summed task run time."""
     stages: dict[int, dict[str, Any]] = {}
-    for log in events.iterdir():
-        for line in log.read_text().splitlines():
-            event = json.loads(line)
+    for log in sorted(path for path in events.rglob("*") if path.is_file()):  # Spark 4: eventlog_v2_*/events_*
+        for line in log.read_text(errors="replace").splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
             kind = event.get("Event")
             if kind == "SparkListenerTaskEnd":
                 stage = stages.setdefault(event["Stage ID"], {"task_run_s": 0.0})
