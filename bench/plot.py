@@ -25,15 +25,34 @@ def _bars(axis: Any, title: str, values: dict[str, float], unit: str) -> None:
     axis.set_ylabel(unit, fontsize=8)
 
 
+def _flink_bars(axis: Any, flink: dict[str, Any]) -> None:
+    """Median seconds per variant, grouped by format/mode, with sqlext's ratio to Flink over each group."""
+    groups = list(flink["medians"])
+    variants = list(flink["medians"][groups[0]])
+    width = 0.8 / len(variants)
+    for index, variant in enumerate(variants):
+        positions = [g + index * width for g in range(len(groups))]
+        axis.bar(positions, [flink["medians"][g][variant] for g in groups], width, label=variant)
+    for g, group in enumerate(groups):
+        top = max(flink["medians"][group].values())
+        axis.text(
+            g + 0.4 - width / 2, top, f"{flink['ratios'][group]['sqlext_vs_flink']:.2f}x", ha="center", fontsize=7
+        )
+    axis.set_xticks([g + 0.4 - width / 2 for g in range(len(groups))], groups, fontsize=7)
+    axis.set_title(f"whole process vs Flink ({flink['params']['rows'] / 1e6:g}M rows; sqlext vs flink)", fontsize=9)
+    axis.set_ylabel("median s (lower is better)", fontsize=8)
+    axis.legend(fontsize=7)
+
+
 def main() -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 3, figsize=(14, 7.5))
+    figure, axes = plt.subplots(3, 3, figsize=(14, 11))
     throughput, registration = _load("sink_throughput"), _load("partition_registration")
-    compaction, steady = _load("compaction"), _load("steady_state")
+    compaction, steady, flink = _load("compaction"), _load("steady_state"), _load("flink_sink")
     if throughput:
         rates = {name: value / 1e6 for name, value in throughput["rows_per_s"].items()}
         _bars(axes[0][0], f"sink throughput ({throughput['params']['rows'] / 1e6:g}M rows)", rates, "Mrows/s")
@@ -59,6 +78,10 @@ def main() -> Path:
             "commit latency: ms from the start of the batch whose\nwatermark passes the partition", fontsize=9
         )
         axes[1][2].set_xlabel("partition (hour)", fontsize=8)
+    if flink:
+        _flink_bars(axes[2][0], flink)
+    for axis in (axes[2][1], axes[2][2]):
+        axis.set_axis_off()
     figure.tight_layout()
     target = RESULTS / "summary.png"
     figure.savefig(target, dpi=110)
