@@ -15,6 +15,7 @@ from sqlext.catalog import OPTION_PREFIX, TABLE_ID, Catalog
 from sqlext.errors import OptionError, SqlextError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.metastore.client import MetastoreClient
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
+from tests.support.services import spark_own_sql
 
 pytestmark = [pytest.mark.hms]
 
@@ -163,11 +164,12 @@ def test_spark_sql_reads_registered_partitions_of_columnar_tables(
 
     name = f"{DB}.read_{fmt}"
     spark.catalog.refreshTable(name)
-    read = spark.sql(f"SELECT id, user_id, amount, dt, hr FROM {name} ORDER BY id").collect()
+    spark_sql = spark_own_sql(spark)  # Spark's view, also when an earlier test extended the shared session
+    read = spark_sql(f"SELECT id, user_id, amount, dt, hr FROM {name} ORDER BY id").collect()
     assert [(r.id, r.user_id, float(r.amount), r.dt, r.hr) for r in read] == [
         (i, f"u{i}", float(i), "2026-11-22", "07") for i in range(5)
     ]
-    described = [r.col_name for r in spark.sql(f"DESCRIBE {name}").collect()]
+    described = [r.col_name for r in spark_sql(f"DESCRIBE {name}").collect()]
     assert described[:7] == ["id", "user_id", "amount", "tags", "ts", "dt", "hr"]
     assert described[described.index("# Partition Information") + 2 :] == ["dt", "hr"]
 
