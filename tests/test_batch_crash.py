@@ -75,6 +75,15 @@ def _assert_exactly_once(hms: MetastoreClient, database: str, table_dir: Path) -
     assert list(table_dir.glob("dt=*/hr=*/.*")) == [], "hidden leftovers in a partition"
 
 
+def _crash_then_run_again(batch_sql, monkeypatch: pytest.MonkeyPatch, point: str, statement: str) -> None:
+    """Run ``statement`` crashing at the fault point ``point``, then run it again to its end."""
+    with monkeypatch.context() as patched:
+        patched.setattr(committer, "fault_point", _crash_at(point))
+        with pytest.raises(SimulatedCrash):
+            batch_sql(statement)
+    batch_sql(statement)
+
+
 @pytest.fixture
 def batch_sql(spark, tmp_path: Path):
     """``spark.sql`` in batch mode, with src_a (hours 0-2) and src_b (hours 3-5) as inputs."""
@@ -95,11 +104,7 @@ def test_a_batch_insert_crashed_at_any_point_then_run_again_writes_every_row_onc
         batch_sql(statement)
     batch_sql(_insert(database, "a"))
 
-    with monkeypatch.context() as patched:
-        patched.setattr(committer, "fault_point", _crash_at(point))
-        with pytest.raises(SimulatedCrash):
-            batch_sql(_insert(database, "b"))
-    batch_sql(_insert(database, "b"))
+    _crash_then_run_again(batch_sql, monkeypatch, point, _insert(database, "b"))
 
     _assert_exactly_once(hms, database, table_dir)
 
@@ -114,11 +119,7 @@ def test_an_overwrite_crashed_at_any_point_then_run_again_replaces_its_partition
     batch_sql(_insert(database, "a"))
     batch_sql(_insert(database, "b"))
 
-    with monkeypatch.context() as patched:
-        patched.setattr(committer, "fault_point", _crash_at(point))
-        with pytest.raises(SimulatedCrash):
-            batch_sql(_insert(database, "b", overwrite=True))
-    batch_sql(_insert(database, "b", overwrite=True))
+    _crash_then_run_again(batch_sql, monkeypatch, point, _insert(database, "b", overwrite=True))
 
     _assert_exactly_once(hms, database, table_dir)
 

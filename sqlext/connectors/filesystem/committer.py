@@ -263,8 +263,9 @@ class BatchCommitter:
                     self.settings.path,
                 )
                 self._move(entry)
-            if entry.uncommitted_partitions and self.settings.partitioned:
-                self.trigger.add(entry.uncommitted_partitions.items(), entry.batch_time_ms)
+            uncommitted = entry.uncommitted_partitions
+            if uncommitted and self.settings.partitioned:
+                self.trigger.add(uncommitted.items(), entry.batch_time_ms)
                 self.save_state()
             return last + 1
 
