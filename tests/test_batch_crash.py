@@ -17,6 +17,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from sqlext.connectors.filesystem import committer
+from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.metastore.client import MetastoreClient
 from sqlext.session import extend
@@ -147,3 +148,33 @@ def test_sqlext_run_killed_mid_move_of_a_batch_insert_then_run_again_writes_ever
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "rolled back batch 1 that a crashed run left inflight" in rerun.stderr
     _assert_exactly_once(hms, database, table_dir)
+
+
+def test_a_streaming_insert_resumed_after_a_batch_insert_into_its_table_writes_every_row(
+    batch_sql, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    """Both inserts have the same default ``pipeline.name``; the batch one must not take the streaming
+    one's next batch id in the sink's commit log, or the resumed stream skips that batch as committed."""
+    database, table_dir, inputs = "bmixed", tmp_path / "events", tmp_path / "in"
+    for statement in _ddl(database, table_dir, inputs):
+        batch_sql(statement)
+    next_id = write_hourly_events(inputs / "s", DAY.replace(hour=6), 2, ROWS_PER_HOUR, first_id=6 * ROWS_PER_HOUR)
+    batch_sql(f"""CREATE TABLE {database}.src_s (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3))
+        WITH ('connector' = 'filesystem', 'path' = '{(inputs / "s").as_uri()}', 'format' = 'parquet')""")
+
+    def stream_once() -> None:
+        batch_sql("SET 'execution.runtime-mode' = 'streaming'")
+        [row] = batch_sql(_insert(database, "s")).collect()
+        running = running_insert(row.job_id)
+        assert running is not None and running.wait(300), "the streaming insert did not finish"
+
+    stream_once()
+    batch_sql("SET 'execution.runtime-mode' = 'batch'")
+    batch_sql(_insert(database, "a"))
+    write_hourly_events(inputs / "s", DAY.replace(hour=8), 1, ROWS_PER_HOUR, first_id=next_id)
+    stream_once()  # resumes its checkpoint: reads only hour 8's new file
+
+    expected = [*range(3 * ROWS_PER_HOUR), *range(6 * ROWS_PER_HOUR, 9 * ROWS_PER_HOUR)]
+    assert _ids(table_dir) == expected, "rows lost or duplicated"
+    names = [f"dt=2026-11-22/hr={hour:02d}" for hour in (0, 1, 2, 6, 7, 8)]
+    assert_partitions_committed(hms, database, "events", table_dir, names, ROWS_PER_HOUR)

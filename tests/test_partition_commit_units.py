@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
+from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
 from sqlext.connectors.filesystem.escaping import (
     escape_path_name,
     parse_partition_path,
@@ -20,9 +21,11 @@ from sqlext.connectors.filesystem.extractor import (
     create_extractor,
 )
 from sqlext.connectors.filesystem.policies import load_custom_policy
+from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.connectors.filesystem.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
-from sqlext.errors import PartitionTimeError, PolicyError, ValidationError
+from sqlext.errors import CommitError, PartitionTimeError, PolicyError, ValidationError
 from sqlext.fs import FileSystem
+from tests.support.tables import events_table
 
 HIVE_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 
@@ -193,3 +196,22 @@ def test_the_commit_log_counts_retained_entries_not_id_distance(tmp_path: Path) 
 
     assert log.expire("_compaction", retained=3) == compaction_ids[:2]
     assert [e.batch for e in log.entries("_compaction")] == compaction_ids[2:]
+
+
+def test_a_streaming_batch_never_passes_a_batch_inserts_log_entry_for_its_own_replay(tmp_path: Path) -> None:
+    """Logs written before batch inserts logged under ``<pipeline>.batch`` can hold a batch insert's entry at
+    the id a resumed stream runs next: skipping it as committed would lose the stream's rows."""
+    table = events_table("units", "events", tmp_path / "events")
+    path = table.options["path"]
+    batch_insert = LogEntry("insert_units_events", 3, State.COMPLETED)
+    batch_insert.final = True
+    CommitLog(FileSystem(path), path).write(batch_insert)
+    committer = BatchCommitter(SinkSettings.from_table(table), "insert_units_events", (tmp_path / "cp").as_uri(), None)
+
+    def stage() -> list[StagedFile]:
+        raise AssertionError("the batch was planned, not refused")
+
+    with pytest.raises(CommitError, match=r"Batch 3 of 'insert_units_events' .* written by a batch-mode INSERT"):
+        committer.process(3, BatchInfo(None, 0), stage)
+    assert committer.process(3, BatchInfo(None, 0), stage, final=True).batch == 3, "a batch insert's own replay"
+    committer.close()

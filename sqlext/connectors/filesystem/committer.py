@@ -206,6 +206,7 @@ class BatchCommitter:
                 self.log.write(entry)
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
+                self._check_same_mode(entry, final)
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
                 # A crash between recording `completed` and removing the staging dir leaves the dir behind.
                 self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
@@ -233,6 +234,18 @@ class BatchCommitter:
             )
             return entry
 
+    def _check_same_mode(self, entry: LogEntry, final: bool) -> None:
+        """A streaming batch must not take a batch-mode insert's entry for its own replay, or its rows are lost.
+        Only logs of sqlext before batch inserts logged apart (:data:`sink.BATCH_SUFFIX`) hold such entries."""
+        if entry.final and not final:
+            raise CommitError(
+                f"Batch {entry.batch} of '{self.query_name}' in the commit log of {self.settings.path} was written "
+                "by a batch-mode INSERT (earlier sqlext versions logged both under the pipeline's name), not by "
+                "this streaming insert: its own rows for that batch are not in the table, so it stops rather than "
+                f"skip them. Move that batch's files out of {join(self.log.root, self.query_name)} (the batch "
+                "insert's rows stay in the table; only its log entry goes) and start the insert again."
+            )
+
     def settle_interrupted_statement(self) -> int:
         """Before a batch-mode insert: settle what a crashed earlier run of the query left; return the batch
         id to write. A batch INSERT is all or nothing, and users run a failed one again, so:
@@ -241,8 +254,8 @@ class BatchCommitter:
           committed) is rolled back: its moved files deleted, its staging dir and log entry dropped. The
           rerun writes its rows, once, and commits their partitions;
         - an overwrite whose moves began is finished: the rerun replaces the same partitions again;
-        - partitions that a completed batch wrote but did not commit (an overwrite's, or a streaming run's
-          still waiting for their trigger) are committed with this run's, as the end of input does.
+        - partitions that a completed overwrite wrote but did not commit are committed with this run's, as
+          the end of input does.
         """
         with self._lock:
             last = self.log.last_batch(self.query_name)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, read_batch_info
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
-from sqlext.fs import FileSystem
+from sqlext.fs import FileSystem, join
 from sqlext.sink import InsertPlan, TableSink
 from sqlext.table import TableDefinition
 
@@ -34,6 +34,19 @@ TICK_INTERVAL_S = 5
 END_OF_INPUT_WAIT_S = 600.0
 #: How long stopping an insert waits for the batch in progress to be written and committed.
 STOP_BATCH_WAIT_S = 300.0
+#: What a pipeline's batch-mode inserts add to its name for their commit-log query and state dir.
+BATCH_SUFFIX = ".batch"
+
+
+def batch_plan(plan: InsertPlan) -> InsertPlan:
+    """Where a batch-mode insert of ``plan``'s pipeline keeps its commit log and trigger state: apart from
+    the pipeline's streaming insert, whose next batch id a batch insert would otherwise take (the resumed
+    stream would then skip its batch as committed before) and whose pending partitions it would commit."""
+    return replace(
+        plan,
+        query_name=plan.query_name + BATCH_SUFFIX,
+        checkpoint_location=join(plan.checkpoint_location, "batch"),
+    )
 
 
 @dataclass
@@ -168,7 +181,7 @@ class FileSystemSink(TableSink):
         return query
 
     def write_batch(self, rows: DataFrame, plan: InsertPlan) -> None:
-        committer = self._committer(plan)
+        committer = self._committer(batch_plan(plan))
         try:
             batch_id = committer.settle_interrupted_statement()
             info = BatchInfo(None, int(time.time() * 1000))
