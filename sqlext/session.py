@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext import parser as p
-from sqlext.config import SESSION_PREFIX, WAREHOUSE, SqlextConfig
+from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.connectors.filesystem.sink import running_insert
-from sqlext.errors import SqlextError, TableNotFoundError
+from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
 from sqlext.frames import local_frame
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
@@ -108,11 +108,26 @@ class SqlextSession:
         if isinstance(statement, p.Passthrough):
             return self._spark_sql(text, *args, **kwargs)
         try:
+            self._check_metastore_unchanged()
             return self._execute(statement)
         except SqlextError as exc:
             if exc.statement is None:
                 exc.statement = statement.sql
             raise
+
+    def _check_metastore_unchanged(self) -> None:
+        """``spark.sqlext.metastore.uris`` is read once, when the session is extended: one set later (with
+        ``spark.conf.set``) would otherwise be ignored without a word, and tables go to the first metastore."""
+        configured = self.spark.conf.get(METASTORE_URIS, None)
+        if configured and configured.strip() != self.metastore_uri.strip():
+            raise ConfigError(
+                f"{METASTORE_URIS} is '{configured}' in the Spark session's conf, but this session's sqlext "
+                f"catalog uses the metastore at '{self.metastore_uri}': the option is read once, when sqlext "
+                "extends the session. Give it when the session is built (SparkSession.builder.config, "
+                "spark-submit --conf, or sqlext.spark_session(conf=...)), before the first statement.",
+                option=METASTORE_URIS,
+                value=configured,
+            )
 
     def execute_script(self, text: str) -> list[DataFrame]:
         """Run every statement of a script in order; stop at the first that fails."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sqlext.config import SqlextConfig
-from sqlext.errors import SqlextError, ValidationError
+from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.metastore.client import MetastoreClient
 from sqlext.parser import CreateTable, parse_statement
 from sqlext.session import extend
@@ -97,6 +97,27 @@ def test_reset_goes_back_to_the_options_the_spark_conf_gave(spark, sql, monkeypa
     ]
     sql("RESET")
     assert [tuple(r) for r in sql("SET").collect()] == [("pipeline.name", "from_conf")]
+
+
+def test_a_metastore_set_after_the_session_started_is_an_error_not_ignored(
+    spark, sql, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    session = extend(spark)
+    before = spark.conf.get("spark.sqlext.metastore.uris", None)
+    spark.conf.set("spark.sqlext.metastore.uris", "thrift://elsewhere:9083")
+    try:
+        with pytest.raises(ConfigError) as refused:
+            sql(_source_ddl("late_uri", tmp_path / "in"))
+        assert refused.value.option == "spark.sqlext.metastore.uris"
+        assert "'thrift://elsewhere:9083'" in str(refused.value) and session.metastore_uri in str(refused.value)
+        assert "when the session is built" in str(refused.value)
+        assert "late_uri" not in hms.get_all_tables("sess_db"), "nothing created in the first metastore"
+    finally:
+        if before:
+            spark.conf.set("spark.sqlext.metastore.uris", before)
+        else:
+            spark.conf.unset("spark.sqlext.metastore.uris")
+    assert [tuple(r) for r in sql("SHOW DATABASES LIKE 'sess_db'").collect()] == [("sess_db",)]
 
 
 def test_static_partition_insert_in_batch_mode(sql, hms: MetastoreClient, tmp_path: Path) -> None:
