@@ -131,9 +131,10 @@ def check_readable(table: TableDefinition, settings: StreamingSourceSettings) ->
     fmt = Options(table.options).require(fso.FORMAT)
     if settings.include != fso.INCLUDE_ALL:
         raise OptionError(
-            f"Table {table.identifier}: 'streaming-source.partition.include' = '{settings.include}' is for a "
-            "temporal (lookup) join of the newest partition, which sqlext does not run yet; a streaming read "
-            "takes 'all'.",
+            f"Table {table.identifier}: 'streaming-source.partition.include' = '{settings.include}' is only "
+            "for a temporal (lookup) join of the newest partition, as in Flink: JOIN "
+            f"{table.identifier} FOR SYSTEM_TIME AS OF <stream>.<column AS PROCTIME()> ON ...; a streaming "
+            "read of the table takes 'all'.",
             option=fso.STREAMING_SOURCE_PARTITION_INCLUDE.key,
             value=settings.include,
         )
