@@ -219,3 +219,35 @@ def test_bad_uses_fail_naming_what_is_allowed(spark: Any, hms: MetastoreClient, 
         spark.sql("SET 'execution.runtime-mode' = 'streaming'")
     assert not any(query.name == "lookup_bad" for query in spark.streams.active)
     assert _joined(tables["enriched"]) == {}
+
+
+def test_a_csv_table_with_a_typed_partition_key_loads_its_newest_partition(
+    spark: Any, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    extend(spark)
+    spark.sql("CREATE DATABASE IF NOT EXISTS lk")
+    root = tmp_path / "prices"
+    spark.sql(f"""
+        CREATE TABLE lk.prices (k STRING, price DOUBLE, label AS upper(k), `day` INT) PARTITIONED BY (`day`) WITH (
+          'connector' = 'filesystem', 'path' = '{root.as_uri()}', 'format' = 'csv',
+          'streaming-source.enable' = 'true', 'streaming-source.partition.include' = 'latest'
+        )""")
+    try:
+        for day, price in (("7", "1.5"), ("12", "2.5")):
+            (root / f"day={day}").mkdir(parents=True)
+            (root / f"day={day}" / "part-0.csv").write_text(f"x,{price}\ny,{price}\n")
+            spark_own_sql(spark)(f"ALTER TABLE lk.prices ADD PARTITION (`day` = '{day}')")
+        table = spark._sqlext_session.catalog.get_table(TableIdentifier("lk", "prices"))
+        latest = LatestPartition(table, metastore.uri, "prices_view")
+        frame = latest.frame(spark)
+        assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+            ("k", "string"),
+            ("price", "double"),
+            ("label", "string"),
+            ("day", "int"),
+        ]
+        assert sorted(tuple(row) for row in frame.collect()) == [("x", 1.5, "X", 7), ("y", 1.5, "Y", 7)]
+        assert latest.interval.total_seconds() == 3600  # Flink's default for this join
+        latest.release()
+    finally:
+        spark.sql("DROP TABLE IF EXISTS lk.prices")

@@ -225,7 +225,7 @@ def next_offset(
     keyed.sort(key=lambda pair: (pair[0], pair[1].name))
     newest, newest_names = key, set(seen)
     for partition_key, partition in keyed:
-        if _SWITCHED in partition.location:
+        if is_switched(partition):
             continue  # files being swapped by compaction: the switch back is the commit to read
         if partition.name in read:
             if settings.read_recommits and read[partition.name]["sig"] != partition.signature:
@@ -270,6 +270,11 @@ def next_offset(
     if read_ms is not None:
         offset["commit_ms"] = read_ms
     return offset
+
+
+def is_switched(partition: PartitionSnapshot) -> bool:
+    """Whether the partition's location is a compaction's work dir (its files are being swapped)."""
+    return _SWITCHED in partition.location
 
 
 @dataclass(frozen=True)
