@@ -39,16 +39,17 @@ def _commit(spark: Any, dt: str) -> None:
 
 
 def _write_orders(root: Path, first_id: int) -> list[int]:
-    ids = [first_id, first_id + 1]
-    rows = pa.table({"id": ids, "k": ["a", "b"]})
+    """Orders for keys a, b and c (c has no rate)."""
+    ids = [first_id, first_id + 1, first_id + 2]
+    rows = pa.table({"id": ids, "k": ["a", "b", "c"]})
     pq.write_table(rows, root / f".orders-{first_id}.tmp")
     os.replace(root / f".orders-{first_id}.tmp", root / f"orders-{first_id}.parquet")  # whole files only
     return ids
 
 
-def _joined(sink: Path) -> dict[int, tuple[str, int, str]]:
+def _joined(sink: Path) -> dict[int, tuple[str, int | None, str | None]]:
     """Every row committed into the sink: id -> (k, rate, dt)."""
-    rows: dict[int, tuple[str, int, str]] = {}
+    rows: dict[int, tuple[str, int | None, str | None]] = {}
     for directory, subdirs, names in os.walk(sink):
         subdirs[:] = [name for name in subdirs if not name.startswith(("_", "."))]
         for name in names:
@@ -102,11 +103,11 @@ def test_a_stream_joins_the_newest_committed_partition_and_the_next_one_after_th
     _commit(spark, "1")
     spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
     spark.sql("SET 'pipeline.name' = 'lookup_latest'")
-    running = start_insert(spark, JOIN)
+    running = start_insert(spark, JOIN.replace("JOIN", "LEFT JOIN"))
     try:
         first = _write_orders(orders, 0)
         wait_for(lambda: set(first) <= set(_joined(sink)), 120, what="the first orders joined")
-        assert _joined(sink) == {0: ("a", 10, "1"), 1: ("b", 20, "1")}
+        assert _joined(sink) == {0: ("a", 10, "1"), 1: ("b", 20, "1"), 2: ("c", None, None)}
 
         _write_rates(rates, "2")
         _write_rates(rates, "3")  # on disk, never committed: never joined
@@ -118,17 +119,20 @@ def test_a_stream_joins_the_newest_committed_partition_and_the_next_one_after_th
             if any(dt == "2" for _, _, dt in rows.values()):
                 return True
             if set(sent[-1]) <= set(rows):  # the previous file is joined: send the next one
-                sent.append(_write_orders(orders, sent[-1][0] + 2))
+                sent.append(_write_orders(orders, sent[-1][0] + 3))
             return False
 
         wait_for(joined_with_dt2, 120, interval_s=0.5, what="orders joined with dt=2 after the monitor interval")
         last = _write_orders(orders, 1000)  # arrives after dt=2 was loaded
         wait_for(lambda: set(last) <= set(_joined(sink)), 120, what="the last orders joined")
         rows = _joined(sink)
-        assert {dt for _, _, dt in rows.values()} == {"1", "2"}
-        assert all(rate == RATES[dt][k] for k, rate, dt in rows.values())  # each row one partition's values
-        switched = min(i for i, (_, _, dt) in rows.items() if dt == "2")
-        assert all(dt == ("1" if i < switched else "2") for i, (_, _, dt) in rows.items())
+        assert {i for i, (k, _, _) in rows.items() if k == "c"} == {i + 2 for i, *_ in sent} | {1002}
+        matched = {i: (k, rate, dt) for i, (k, rate, dt) in rows.items() if k != "c"}
+        assert all(rate is None and dt is None for k, rate, dt in rows.values() if k == "c")  # LEFT JOIN
+        assert {dt for _, _, dt in matched.values()} == {"1", "2"}
+        assert all(dt and rate == RATES[dt][k] for k, rate, dt in matched.values())  # one partition's values
+        switched = min(i for i, (_, _, dt) in matched.items() if dt == "2")
+        assert all(dt == ("1" if i < switched else "2") for i, (_, _, dt) in matched.items())
         assert rows[1000] == ("a", 11, "2") and rows[1001] == ("b", 21, "2")
     finally:
         running.stop()
