@@ -4,7 +4,8 @@ The SELECT runs as Spark SQL. Each sqlext table it reads is built by its connect
 streaming mode, bounded in batch mode), gets its computed columns and its ``WATERMARK FOR`` (as Spark's
 ``withWatermark``), and is registered as a temporary view that the SELECT is rewritten to read. The
 rows are matched to the sink's columns by position, as Flink does, static partition values are
-added, and the sink's connector writes them.
+added, and the sink's connector writes them. A table joined ``FOR SYSTEM_TIME AS OF`` (the newest
+partition of a dimension) is not a source of its own: see :mod:`sqlext.lookup_join`.
 
 Session options (``SET 'k' = 'v'``), in Flink's names:
 
