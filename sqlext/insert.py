@@ -4,7 +4,8 @@ The SELECT runs as Spark SQL. Each sqlext table it reads is built by its connect
 streaming mode, bounded in batch mode), gets its computed columns and its ``WATERMARK FOR`` (as Spark's
 ``withWatermark``), and is registered as a temporary view that the SELECT is rewritten to read. The
 rows are matched to the sink's columns by position, as Flink does, static partition values are
-added, and the sink's connector writes them.
+added, and the sink's connector writes them. A table joined ``FOR SYSTEM_TIME AS OF`` (the newest
+partition of a dimension) is not a source of its own: see :mod:`sqlext.lookup_join`.
 
 Session options (``SET 'k' = 'v'``), in Flink's names:
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,7 @@ from sqlext.frames import local_frame
 from sqlext.fs import FileSystem, join, normalize
 from sqlext.hints import options_hint, with_hint
 from sqlext.lease import Lease
+from sqlext.lookup_join import find_lookup_tables, plan_lookup_join
 from sqlext.options import parse_duration
 from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition, TableIdentifier
@@ -120,7 +122,7 @@ def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -
     factory = factory_for(table)
     bounded = factory.is_bounded(table)
     frame = factory.create_source(SourceContext(spark=spark, table=table, streaming=streaming))
-    frame = _with_computed_columns(frame, table)
+    frame = with_computed_columns(frame, table)
     has_watermark = False
     if table.watermark is not None and frame.isStreaming:
         delay = table.watermark.delay
@@ -136,7 +138,9 @@ def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -
     return SourceFrame(table, frame, bounded, has_watermark)
 
 
-def _with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame:
+def with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame:
+    """The table's columns in order: ``frame``'s, and each computed column evaluated (``PROCTIME()`` is
+    Spark's ``current_timestamp()``, the micro-batch's time)."""
     from pyspark.sql import functions as F
 
     if not any(column.expression for column in table.columns):
@@ -144,11 +148,20 @@ def _with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFram
     selected = []
     for column in table.columns:
         if column.expression:
-            spark_sql = sqlglot.transpile(column.expression, read="spark", write="spark")[0]
+            spark_sql = _proctime_as_now(sqlglot.parse_one(column.expression, read="spark")).sql(dialect="spark")
             selected.append(F.expr(spark_sql).alias(column.name))
         else:
             selected.append(F.col(f"`{column.name}`"))
     return frame.select(*selected)
+
+
+def _proctime_as_now(expression: exp.Expr) -> exp.Expr:
+    def replace(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME" and not node.expressions:
+            return exp.CurrentTimestamp()
+        return node
+
+    return expression.transform(replace)
 
 
 def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: Mapping[str, str]) -> DataFrame:
@@ -192,10 +205,24 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
             f"Use SET '{RUNTIME_MODE}' = 'batch' for an overwrite, or INSERT INTO.",
             statement=getattr(statement, "sql", None),
         )
-    sources = _resolve_sources(session, statement.query, streaming=mode == STREAMING)
     current = getattr(session, "current_database", None) or "default"
-    rows = spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark"))
-    rows = conform_to_sink(rows, sink, statement.static_partitions)
+    lookups = find_lookup_tables(session, statement.query, current, streaming=mode == STREAMING)
+    sources = _resolve_sources(session, statement.query, streaming=mode == STREAMING, skip=lookups)
+    conform = partial(conform_to_sink, sink=sink, static_partitions=statement.static_partitions)
+    lookup_join = None
+    if lookups:
+        lookup_join = plan_lookup_join(
+            spark,
+            _rewrite(statement.query, sources, current),
+            {ident: (_view_name(ident), source.frame) for ident, source in sources.items()},
+            lookups,
+            current,
+            getattr(session, "metastore_uri", None) or spark.conf.get(cfg.METASTORE_URIS, None),
+            conform,
+        )
+        rows = next(iter(sources.values())).frame
+    else:
+        rows = conform(spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark")))
     query_name = session.options.get(PIPELINE_NAME) or default_query_name(sink.identifier)
     start_mode = StartMode.parse(session.options.get(START_OPTION))
     bounded = all(source.bounded for source in sources.values())
@@ -207,8 +234,16 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
         overwrite=statement.overwrite,
         trigger_interval=_trigger_interval(session.options),
         available_now=bounded,
+        batch_rows=lookup_join.batch_rows if lookup_join else None,
     )
     table_sink = _create_sink(session, sink)
+    if lookup_join and not table_sink.runs_batch_rows:
+        raise ValidationError(
+            f"INSERT INTO {sink.identifier}: a temporal join of the latest partition writes through a sink that "
+            f"runs a query per micro-batch; the '{sink.connector}' connector's sink does not (the filesystem "
+            "connector's does).",
+            statement=getattr(statement, "sql", None),
+        )
     if mode == BATCH or not rows.isStreaming:
         lease = Lease.acquire(FileSystem(plan.checkpoint_location), plan.checkpoint_location, query_name)
         try:
@@ -342,8 +377,11 @@ def _trigger_interval(options: Mapping[str, str]) -> str | None:
     return f"{millis} milliseconds"
 
 
-def _resolve_sources(session: Any, query: exp.Expr, streaming: bool) -> dict[TableIdentifier, SourceFrame]:
-    """Build a DataFrame for every sqlext table the query reads, registered as a temp view."""
+def _resolve_sources(
+    session: Any, query: exp.Expr, streaming: bool, skip: Collection[TableIdentifier] = ()
+) -> dict[TableIdentifier, SourceFrame]:
+    """Build a DataFrame for every sqlext table the query reads (but ``skip``: lookup tables), registered as
+    a temp view."""
     resolved: dict[TableIdentifier, SourceFrame] = {}
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     current = getattr(session, "current_database", None) or "default"
@@ -351,7 +389,7 @@ def _resolve_sources(session: Any, query: exp.Expr, streaming: bool) -> dict[Tab
         if not node.db and node.name.lower() in ctes:
             continue
         ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
-        if ident in resolved or not session.catalog.table_exists(ident):
+        if ident in resolved or ident in skip or not session.catalog.table_exists(ident):
             continue  # seen already, or a Spark table or view that Spark resolves itself
         table = session.catalog.get_table(ident)
         hint = options_hint(node)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -26,10 +26,16 @@ class InsertPlan:
     overwrite: bool = False
     trigger_interval: str | None = None
     available_now: bool = False
+    #: Turns each micro-batch of the streamed rows into the rows to write (a lookup join's per-batch query,
+    #: see :mod:`sqlext.lookup_join`); only for sinks whose ``runs_batch_rows`` is true.
+    batch_rows: Callable[[DataFrame], DataFrame] | None = None
 
 
 class TableSink(ABC):
     """A sink built by a connector factory for one table."""
+
+    #: Whether :meth:`start_stream` applies ``plan.batch_rows`` to each micro-batch.
+    runs_batch_rows: ClassVar[bool] = False
 
     @abstractmethod
     def start_stream(self, rows: DataFrame, plan: InsertPlan) -> StreamingQuery:

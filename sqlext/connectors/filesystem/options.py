@@ -113,15 +113,18 @@ STREAMING_SOURCE_PARTITION_INCLUDE = ConfigOption(
     "streaming-source.partition.include",
     enum_type(INCLUDE_ALL, INCLUDE_LATEST, case_sensitive=True),
     INCLUDE_ALL,
-    "Which partitions a streaming read reads: 'all', or 'latest' (only the newest partition in "
-    "'streaming-source.partition-order', for a temporal join; not yet supported by sqlext's streaming source).",
+    "Which partitions a streaming read reads: 'all', or 'latest': only the newest committed partition in "
+    "'streaming-source.partition-order', reloaded at 'streaming-source.monitor-interval'; 'latest' is only for "
+    "a temporal (lookup) join, JOIN t FOR SYSTEM_TIME AS OF s.proc_time (see docs/streaming-reads.md).",
 )
 STREAMING_SOURCE_MONITOR_INTERVAL = ConfigOption(
     "streaming-source.monitor-interval",
     DURATION,
     None,
     "How often the streaming source asks the metastore for newly committed partitions. Unset: 1 min (as "
-    "Flink's Hive streaming read). The query's trigger interval also paces it: a micro-batch asks at most once.",
+    "Flink's Hive streaming read). The query's trigger interval also paces it: a micro-batch asks at most once. "
+    "For a temporal join of the latest partition, how often the newest partition is looked up and reloaded; "
+    "unset: 60 min (as in Flink).",
     check=positive,
 )
 STREAMING_SOURCE_PARTITION_ORDER = ConfigOption(

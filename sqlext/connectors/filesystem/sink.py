@@ -142,6 +142,8 @@ def running_insert(query_id: str) -> RunningInsert | None:
 class FileSystemSink(TableSink):
     """Writes a table's rows into its ``path`` and commits its partitions into the HMS."""
 
+    runs_batch_rows = True
+
     def __init__(self, context: Any) -> None:
         self.spark: SparkSession = context.spark
         self.table: TableDefinition = context.table
@@ -157,7 +159,7 @@ class FileSystemSink(TableSink):
 
         def on_batch(batch: DataFrame, batch_id: int) -> None:
             info = read_batch_info(checkpoint_fs, plan.checkpoint_location, batch_id)
-            committer.process_batch(batch, batch_id, info)
+            committer.process_batch(plan.batch_rows(batch) if plan.batch_rows else batch, batch_id, info)
 
         writer = (
             rows.writeStream.foreachBatch(on_batch)

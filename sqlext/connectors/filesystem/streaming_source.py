@@ -131,9 +131,10 @@ def check_readable(table: TableDefinition, settings: StreamingSourceSettings) ->
     fmt = Options(table.options).require(fso.FORMAT)
     if settings.include != fso.INCLUDE_ALL:
         raise OptionError(
-            f"Table {table.identifier}: 'streaming-source.partition.include' = '{settings.include}' is for a "
-            "temporal (lookup) join of the newest partition, which sqlext does not run yet; a streaming read "
-            "takes 'all'.",
+            f"Table {table.identifier}: 'streaming-source.partition.include' = '{settings.include}' is only "
+            "for a temporal (lookup) join of the newest partition, as in Flink: JOIN "
+            f"{table.identifier} FOR SYSTEM_TIME AS OF <stream>.<column AS PROCTIME()> ON ...; a streaming "
+            "read of the table takes 'all'.",
             option=fso.STREAMING_SOURCE_PARTITION_INCLUDE.key,
             value=settings.include,
         )
@@ -224,7 +225,7 @@ def next_offset(
     keyed.sort(key=lambda pair: (pair[0], pair[1].name))
     newest, newest_names = key, set(seen)
     for partition_key, partition in keyed:
-        if _SWITCHED in partition.location:
+        if is_switched(partition):
             continue  # files being swapped by compaction: the switch back is the commit to read
         if partition.name in read:
             if settings.read_recommits and read[partition.name]["sig"] != partition.signature:
@@ -269,6 +270,11 @@ def next_offset(
     if read_ms is not None:
         offset["commit_ms"] = read_ms
     return offset
+
+
+def is_switched(partition: PartitionSnapshot) -> bool:
+    """Whether the partition's location is a compaction's work dir (its files are being swapped)."""
+    return _SWITCHED in partition.location
 
 
 @dataclass(frozen=True)
