@@ -231,15 +231,7 @@ class LatestPartition:
 
 def source_spec(table: TableDefinition, metastore_uris: str) -> ss.SourceSpec:
     """What the streaming source's metastore polling needs to know of ``table``."""
-    return ss.SourceSpec(
-        database=table.identifier.database,
-        table=table.identifier.name,
-        metastore_uris=metastore_uris,
-        partition_keys=tuple(table.partition_keys),
-        data_columns=tuple((c.name, c.type) for c in table.data_columns),
-        options=dict(table.options),
-        hadoop={},
-    )
+    return ss.SourceSpec.of_table(table, metastore_uris, hadoop={})
 
 
 def partition_frame(spark: SparkSession, table: TableDefinition, partition: ss.PartitionSnapshot) -> DataFrame:

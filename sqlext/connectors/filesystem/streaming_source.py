@@ -422,6 +422,19 @@ class SourceSpec:
     options: Mapping[str, str]
     hadoop: Mapping[str, str]
 
+    @classmethod
+    def of_table(cls, table: TableDefinition, metastore_uris: str, hadoop: Mapping[str, str]) -> SourceSpec:
+        """The spec of reading ``table`` through the metastore at ``metastore_uris``."""
+        return cls(
+            database=table.identifier.database,
+            table=table.identifier.name,
+            metastore_uris=metastore_uris,
+            partition_keys=tuple(table.partition_keys),
+            data_columns=tuple((c.name, c.type) for c in table.data_columns),
+            options=dict(table.options),
+            hadoop=hadoop,
+        )
+
     def to_json(self) -> str:
         return json.dumps(
             {
@@ -483,15 +496,7 @@ def read_stream(context: SourceContext) -> DataFrame:
             f"set '{cfg.METASTORE_URIS}'.",
             option=cfg.METASTORE_URIS,
         )
-    spec = SourceSpec(
-        database=table.identifier.database,
-        table=table.identifier.name,
-        metastore_uris=uris,
-        partition_keys=tuple(table.partition_keys),
-        data_columns=tuple((c.name, c.type) for c in table.data_columns),
-        options=dict(table.options),
-        hadoop=_hadoop_conf(spark),
-    )
+    spec = SourceSpec.of_table(table, uris, _hadoop_conf(spark))
     register(spark)
     frame = spark.readStream.format(FORMAT_NAME).schema(spec.schema_ddl()).option("spec", spec.to_json()).load()
     return frame.select(*_output_columns(table))
