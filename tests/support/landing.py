@@ -4,6 +4,7 @@ directories, the ids of the rows in each (csv: the first field, json: ``"id"``),
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +33,23 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith((".", "_")) and "=" not in part for part in path.relative_to(root).parts)
 
 
+def _visible_files(root: Path) -> list[Path]:
+    """The files under ``root``, not descending into hidden dirs: a running writer creates and deletes its
+    staging dirs there while the walk runs (a walk into them failed on a vanished dir)."""
+    found = []
+    for directory, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if "=" in d or not d.startswith((".", "_"))]
+        found.extend(Path(directory) / name for name in files)
+    return sorted(found)
+
+
 def read_landing(root: Path, fmt: str, success_file: str = "_SUCCESS") -> Landing:
     """Every data file under ``root`` (partition dirs ``k=v``), and which partitions have ``success_file``."""
     rows: Counter[tuple[str, int]] = Counter()
     success = set()
     if not root.is_dir():
         return Landing(rows, frozenset())
-    for path in sorted(root.rglob("*")):
-        if not path.is_file():
-            continue
+    for path in _visible_files(root):
         partition = path.parent.relative_to(root).as_posix()
         if path.name == success_file:
             success.add(partition)
