@@ -388,7 +388,7 @@ def _resolve_sources(
     for node in query.find_all(exp.Table):
         if not node.db and node.name.lower() in ctes:
             continue
-        ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+        ident = TableIdentifier.of_node(node, current)
         if ident in resolved or ident in skip or not session.catalog.table_exists(ident):
             continue  # seen already, or a Spark table or view that Spark resolves itself
         table = session.catalog.get_table(ident)
@@ -408,7 +408,7 @@ def _rewrite(query: exp.Expr, sources: Mapping[TableIdentifier, SourceFrame], cu
 
     def replace(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table):
-            ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+            ident = TableIdentifier.of_node(node, current)
             if ident in sources:
                 return exp.to_table(_view_name(ident)).as_(node.alias or node.name)
         return node

@@ -73,7 +73,7 @@ def find_lookup_tables(
     found: dict[TableIdentifier, TableDefinition] = {}
     for node in query.find_all(exp.Table):
         version = node.args.get("version")
-        ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+        ident = TableIdentifier.of_node(node, current)
         if version is None or not session.catalog.table_exists(ident):
             continue
         table = session.catalog.get_table(ident)
@@ -130,7 +130,7 @@ def _check_proctime(session: Any, query: exp.Expr, current: str, version: exp.Ex
         for node in query.find_all(exp.Table):
             if node.args.get("version") is not None:
                 continue
-            ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+            ident = TableIdentifier.of_node(node, current)
             if version.table and version.table.lower() not in (node.alias_or_name.lower(), node.name.lower()):
                 continue
             if session.catalog.table_exists(ident) and any(
@@ -328,7 +328,7 @@ def plan_lookup_join(
 
     def replace_lookup(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Table) and node.args.get("version") is not None:
-            ident = TableIdentifier(node.db.lower() if node.db else current, node.name.lower())
+            ident = TableIdentifier.of_node(node, current)
             if ident in views:
                 return exp.to_table(views[ident]).as_(node.alias or node.name)
         return node

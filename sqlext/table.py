@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from typing import Any
 
 from sqlext.errors import ValidationError
 
@@ -35,6 +36,11 @@ class TableIdentifier:
         if len(parts) == 2:
             return cls(parts[0].lower(), parts[1].lower())
         return cls(parts[1].lower(), parts[2].lower(), parts[0])
+
+    @classmethod
+    def of_node(cls, node: Any, current_database: str) -> TableIdentifier:
+        """The table a sqlglot ``Table`` node names, lower-cased, in ``current_database`` when unqualified."""
+        return cls(node.db.lower() if node.db else current_database, node.name.lower())
 
     def __str__(self) -> str:
         return f"{self.database}.{self.name}"
