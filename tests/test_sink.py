@@ -26,12 +26,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.hms]
 START = datetime(2026, 11, 22, 0, 0, 0)
 
 
-def _run_bounded(spark, table: TableDefinition, metastore: MetastoreSettings, rows, checkpoint: Path) -> None:
+def _run_bounded(
+    spark, table: TableDefinition, metastore: MetastoreSettings, rows, checkpoint: Path, query_name: str = ""
+) -> None:
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore.uri), config=None
     )
     plan = InsertPlan(
-        query_name=f"insert_{table.identifier.name}",
+        query_name=query_name or f"insert_{table.identifier.name}",
         checkpoint_location=checkpoint.as_uri(),
         available_now=True,
     )
@@ -250,6 +252,34 @@ def test_late_data_for_a_committed_partition_commits_it_again(
     assert hour_zero.parameters["numFiles"] == "2"
     count = spark.sql("SELECT count(*) AS n FROM sink_db.late WHERE hr = '00'").collect()[0].n
     assert count == 70
+
+
+def test_a_partition_committed_again_by_another_insert_reads_back_whole_in_the_session_that_read_it(
+    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    """The first insert adds its partitions (new to the metastore: no refresh of Spark's cache needed); the
+    session reads them, caching their file listings; a second insert (its own query, nothing committed
+    here yet) adds files to a partition the metastore already has, so the session's next read sees them."""
+    table = events_table(
+        "sink_db",
+        "again",
+        tmp_path / "table",
+        **{"sink.partition-commit.trigger": "process-time", "sink.partition-commit.delay": "0 s"},
+    )
+    create_in_hms(hms, table)
+    first, second = tmp_path / "first", tmp_path / "second"
+    next_id = write_hourly_events(first, START, hours=2, rows_per_hour=30)
+    write_hourly_events(second, START, hours=1, rows_per_hour=5, first_id=next_id)
+
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, first), tmp_path / "checkpoint-1")
+    count_hour_zero = "SELECT count(*) AS n FROM sink_db.again WHERE hr = '00'"
+    assert spark.sql(count_hour_zero).collect()[0].n == 30
+    rows = hourly_event_stream(spark, second)
+    _run_bounded(spark, table, metastore, rows, tmp_path / "checkpoint-2", query_name="insert_again_late")
+
+    assert spark.sql(count_hour_zero).collect()[0].n == 35
+    [hour_zero] = hms.get_partitions_by_names("sink_db", "again", ["dt=2026-11-22/hr=00"])
+    assert hour_zero.parameters["numRows"] == "35"
 
 
 def _write_batch(

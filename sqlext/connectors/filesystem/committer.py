@@ -571,7 +571,7 @@ class BatchCommitter:
             if index:
                 fault_point("between-policies", batch)
             policy.commit_all(contexts)
-        if self.spark is not None and hms_table is not None and self._may_be_cached(ready):
+        if self.spark is not None and hms_table is not None and self._may_be_cached(ready, contexts):
             self._refresh_spark_cache()
         self._committed_here.update(partition.path for partition in ready)
 
@@ -620,14 +620,17 @@ class BatchCommitter:
             row_count=rows,
         )
 
-    def _may_be_cached(self, ready: list[PendingPartition]) -> bool:
+    def _may_be_cached(self, ready: list[PendingPartition], contexts: list[PartitionCommitContext]) -> bool:
         """Whether this session may hold a stale file listing of a partition being committed.
 
         Spark asks the HMS for a table's partitions at every query and caches file listings by path,
         so a partition committed for the first time is seen without a refresh; one committed again
-        (late data) may have its old listing cached. Refreshing costs about half a second per commit
-        (profiled), so it is done only then, and once after a restart (when what was committed
-        before is not known here)."""
+        (late data) may have its old listing cached. Refreshing costs half a second to a second per
+        commit (profiled; the first one also starts Spark's Hive client), so it is done only then: when
+        the metastore policy did not just add every partition, and, after a restart, when what was
+        committed before is not known here."""
+        if all(context.new_in_metastore for context in contexts):
+            return False
         if not self._committed_here:
             return True
         return any(partition.path in self._committed_here for partition in ready)

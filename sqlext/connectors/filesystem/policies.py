@@ -55,6 +55,8 @@ class PartitionCommitContext:
     hms_table: ttypes.Table | None
     row_count: int | None = None
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: Set by the metastore policy: the partition was not in the HMS before this commit added it.
+    new_in_metastore: bool = False
 
     @property
     def spec(self) -> dict[str, str]:
@@ -101,6 +103,8 @@ class MetastorePolicy(PartitionCommitPolicy):
         added = {tuple(p.values) for p in first.metastore.add_partitions(database, table, to_add, need_result=True)}
         # Added meanwhile by another query writing this table: alter them with our statistics instead.
         raced = [p for p in to_add if tuple(p.values) not in added]
+        for context in contexts:
+            context.new_in_metastore = tuple(context.values) in added
         first.metastore.alter_partitions(database, table, [*to_alter, *raced])
         self._settle(contexts, [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)])
         log.info(
