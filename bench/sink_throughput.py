@@ -1,10 +1,13 @@
 """Sink throughput: the same input through (a) Spark's own file sink, (b) (a) + MSCK REPAIR TABLE,
 (c) a sqlext insert with partition-time commit and metastore,success-file policies.
 
-    python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3]
+    python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3] [--tasks N]
 
-Prints a table and writes bench/results/sink_throughput.json. Each variant runs ``--repeats`` times,
-interleaved in a rotating order (a b c, b c a, c a b, ...), after one small warm-up of each; medians are reported.
+Prints a table and writes bench/results/sink_throughput.json (``sink_throughput_tasks<N>.json`` with
+``--tasks``). Each variant runs ``--repeats`` times, interleaved in a rotating order (a b c, b c a, c a b,
+...), after one small warm-up of each; medians are reported. ``--tasks N`` spreads the input's rows over N
+writing tasks (``repartition(N)``, round robin, the same in every variant), so that each task writes into
+every partition: N small files per partition per batch.
 """
 
 from __future__ import annotations
@@ -44,24 +47,26 @@ COLUMNS = (
 )
 
 
-def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None) -> Any:
-    """The input files as a stream with a watermark on ``ts`` and ``dt``/``hr`` columns."""
+def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None, tasks: int | None = None) -> Any:
+    """The input files as a stream with a watermark on ``ts`` and ``dt``/``hr`` columns (``tasks``: spread
+    round robin over that many tasks)."""
     reader = spark.readStream.schema(EVENT_DDL)
     if files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", files_per_trigger)
-    return (
-        reader.parquet(input_dir.as_uri())
-        .withWatermark("ts", "0 seconds")
-        .selectExpr(
-            "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
-        )
+    rows = reader.parquet(input_dir.as_uri()).withWatermark("ts", "0 seconds")
+    if tasks:
+        rows = rows.repartition(tasks)
+    return rows.selectExpr(
+        "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
     )
 
 
-def spark_file_sink(spark: Any, input_dir: Path, work: Path, files_per_trigger: int | None = None) -> Any:
+def spark_file_sink(
+    spark: Any, input_dir: Path, work: Path, files_per_trigger: int | None = None, tasks: int | None = None
+) -> Any:
     """Spark's own streaming file sink into ``work/table``; returns the finished query."""
     query = (
-        events(spark, input_dir, files_per_trigger)
+        events(spark, input_dir, files_per_trigger, tasks)
         .writeStream.format("parquet")
         .partitionBy("dt", "hr")
         .option("checkpointLocation", (work / "checkpoint").as_uri())
@@ -72,8 +77,8 @@ def spark_file_sink(spark: Any, input_dir: Path, work: Path, files_per_trigger: 
     return query
 
 
-def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str) -> None:
-    spark_file_sink(spark, input_dir, work)
+def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str, tasks: int | None = None) -> None:
+    spark_file_sink(spark, input_dir, work, tasks=tasks)
     spark.sql(
         f"CREATE TABLE bench.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP) "
         f"PARTITIONED BY (dt STRING, hr STRING) STORED AS PARQUET LOCATION '{(work / 'table').as_uri()}'"
@@ -115,10 +120,12 @@ def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, ro
     return query
 
 
-def sqlext_sink(spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str) -> None:
+def sqlext_sink(
+    spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str, tasks: int | None = None
+) -> None:
     table = partition_time_table(name, work / "table")
     catalog.create_table(table, if_not_exists=False)
-    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir), work / "checkpoint")
+    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir, tasks=tasks), work / "checkpoint")
 
 
 def main() -> None:
@@ -127,6 +134,7 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=24)
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tasks", type=int, default=None, help="writing tasks, each into every partition")
     args = parser.parse_args()
 
     home = scratch_dir()
@@ -142,9 +150,13 @@ def main() -> None:
 
         def variants(source: Path, tag: str) -> dict[str, Any]:
             return {
-                "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}"),
-                "spark_file_sink+msck": lambda: spark_file_sink_then_msck(spark, source, home / f"b-{tag}", f"b_{tag}"),
-                "sqlext": lambda: sqlext_sink(spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}"),
+                "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}", tasks=args.tasks),
+                "spark_file_sink+msck": lambda: spark_file_sink_then_msck(
+                    spark, source, home / f"b-{tag}", f"b_{tag}", args.tasks
+                ),
+                "sqlext": lambda: sqlext_sink(
+                    spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}", args.tasks
+                ),
             }
 
         for action in variants(warmup_dir, "warmup").values():
@@ -168,7 +180,7 @@ def main() -> None:
     ratio_b = rates["sqlext"] / rates["spark_file_sink+msck"]
     print(f"sqlext / spark file sink = {ratio_a:.2f}   sqlext / (spark file sink + MSCK REPAIR) = {ratio_b:.2f}")
     path = write_result(
-        "sink_throughput",
+        f"sink_throughput_tasks{args.tasks}" if args.tasks else "sink_throughput",
         {
             "params": vars(args),
             "seconds": seconds,

@@ -330,15 +330,18 @@ class BatchCommitter:
 
     def _list_staged(self, staging: str) -> list[StagedFile]:
         """The data files Spark's writer left in ``staging`` (``k=v`` dirs, Spark's escaping)."""
-        staged = []
+        data = []
         for status in self.fs.list_files(staging):
             name = status.relative.rsplit("/", 1)[-1]
             if name.startswith(("_", ".")) or status.relative.startswith(PENDING_DIR + "/"):
                 continue  # Spark's _SUCCESS marker, checksums, what a straggling task attempt wrote
-            directory = status.relative[: -len(name)].rstrip("/")
-            rows = count_rows(self.fs, status, self.settings.format)
-            staged.append(StagedFile(status.uri, status.size, self._partition_values(directory), rows))
-        return staged
+            data.append((status, status.relative[: -len(name)].rstrip("/")))
+        # Footers (or lines) read on the I/O pool: a batch of many small files has one per file.
+        counts = self._move_pool().map(lambda found: count_rows(self.fs, found[0], self.settings.format), data)
+        return [
+            StagedFile(status.uri, status.size, self._partition_values(directory), rows)
+            for (status, directory), rows in zip(data, counts, strict=True)
+        ]
 
     def _plan(self, batch_id: int, staged: list[StagedFile], info: BatchInfo) -> LogEntry:
         files: list[PlannedFile] = []
