@@ -1,4 +1,9 @@
-"""Statement results (``OK``, ``DESCRIBE`` rows, a started insert's id) as DataFrames that cost no Spark job.
+"""Statement results (``OK``, ``DESCRIBE`` rows, a started insert's id), and DataFrames of them that cost
+no Spark job.
+
+A sqlext statement's result is a :class:`StatementResult`: rows in Python. ``spark.sql`` makes it a
+DataFrame; ``sqlext run`` prints it as it is, without building one (the JVM round trips of a first
+DataFrame and its ``collect`` were a second of each run's start-up).
 
 ``spark.createDataFrame(list_of_tuples)`` builds its rows from an RDD, so reading them back (``collect``, as
 ``sqlext run`` does to print each result) runs a Spark job: on a 2-core machine under load, the first job
@@ -9,6 +14,7 @@ a list of rows is a ``LocalRelation``: Spark reads it back on the driver without
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -37,3 +43,24 @@ def local_frame(spark: SparkSession, schema: str, rows: Sequence[tuple[Any, ...]
             values[index] = value
         java_rows.add(jvm.org.apache.spark.sql.RowFactory.create(values))
     return DataFrame(session.createDataFrame(java_rows, session.parseDataType(struct.json())), spark)
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    """A sqlext statement's result: ``rows`` whose columns the DDL ``schema`` names (``name TYPE, ...``)."""
+
+    schema: str
+    rows: Sequence[tuple[Any, ...]]
+
+    @property
+    def columns(self) -> list[str]:
+        """The column names, in order."""
+        return [column.strip().split(" ", 1)[0] for column in self.schema.split(",")]
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The rows as a DataFrame read back without a Spark job (see :func:`local_frame`)."""
+        return local_frame(spark, self.schema, self.rows)
+
+
+#: What a statement without rows of its own returns.
+OK = StatementResult("result STRING", [("OK",)])

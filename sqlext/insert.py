@@ -46,7 +46,7 @@ from sqlext.checkpoint import (
     set_aside_commit_log,
 )
 from sqlext.errors import ValidationError
-from sqlext.frames import local_frame
+from sqlext.frames import StatementResult
 from sqlext.fs import FileSystem, join, normalize
 from sqlext.hints import options_hint, with_hint
 from sqlext.lease import Lease
@@ -193,7 +193,7 @@ def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: M
     return rows.select(*selected)
 
 
-def execute_insert(session: Any, statement: Any) -> DataFrame:
+def execute_insert(session: Any, statement: Any) -> StatementResult:
     """Run an INSERT statement on an extended session (see the module docstring)."""
     spark: SparkSession = session.spark
     sink = session.catalog.get_table(statement.target)
@@ -250,8 +250,8 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
             table_sink.write_batch(rows, plan)
         finally:
             lease.release()
-        return local_frame(
-            spark, "job_name STRING, sink STRING, status STRING", [(query_name, str(sink.identifier), "FINISHED")]
+        return StatementResult(
+            "job_name STRING, sink STRING, status STRING", [(query_name, str(sink.identifier), "FINISHED")]
         )
     _check_watermark(sink, any(source.has_watermark for source in sources.values()))
     identity = insert_identity(session, sink, sources, statement, query_name)
@@ -280,8 +280,8 @@ def execute_insert(session: Any, statement: Any) -> DataFrame:
             record_in_table(table_path, prepared)
         except Exception as exc:  # only what `sqlext commits` shows; the insert runs on
             log.warning("%s: could not record its checkpoint in %s: %s", query_name, table_path, exc)
-    return local_frame(
-        spark, "job_id STRING, job_name STRING, sink STRING", [(str(query.id), query_name, str(sink.identifier))]
+    return StatementResult(
+        "job_id STRING, job_name STRING, sink STRING", [(str(query.id), query_name, str(sink.identifier))]
     )
 
 

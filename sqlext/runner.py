@@ -16,7 +16,7 @@ import re
 import signal
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -43,11 +43,18 @@ def _line_of(text: str, statement: str) -> int:
     return text.count("\n", 0, index) + 1 if index >= 0 else 0
 
 
-def _show(frame: Any) -> None:
-    rows = frame.collect()
+def _columns_and_rows(result: Any) -> tuple[list[str], Sequence[Sequence[Any]]]:
+    """A statement's columns and rows: a sqlext result's as they are, a Spark DataFrame's collected."""
+    from sqlext.frames import StatementResult
+
+    if isinstance(result, StatementResult):
+        return result.columns, result.rows
+    return result.columns, result.collect()
+
+
+def _show(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
     if not rows:
         return
-    columns = frame.columns
     print(" | ".join(columns))
     for row in rows:
         print(" | ".join("" if value is None else str(value) for value in row))
@@ -66,19 +73,20 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
         for number, statement in enumerate(split_statements(text), start=1):
             where = f"{source}:{_line_of(text, statement)} (statement {number}: {_first_line(statement)})"
             try:
-                frame = session.sql(statement)
+                result = session.run(statement)
             except SqlextError as exc:
                 print(f"sqlext: error in {where}:\n{exc.message}", file=sys.stderr)
                 return 1
             except Exception as exc:  # Spark's own errors for statements passed through
                 print(f"sqlext: error in {where}:\n{exc}", file=sys.stderr)
                 return 1
-            if "job_id" in frame.columns:
-                job = frame.collect()[0]
-                started.append(job.job_id)
-                print(f"started {job.job_name} (job id {job.job_id}) writing {job.sink}", flush=True)
+            columns, rows = _columns_and_rows(result)
+            if "job_id" in columns:
+                job = dict(zip(columns, rows[0], strict=True))
+                started.append(job["job_id"])
+                print(f"started {job['job_name']} (job id {job['job_id']}) writing {job['sink']}", flush=True)
             else:
-                _show(frame)
+                _show(columns, rows)
         return wait_for_inserts(spark, started)
     finally:
         spark.stop()

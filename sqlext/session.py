@@ -18,7 +18,7 @@ from sqlext import parser as p
 from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
-from sqlext.frames import local_frame
+from sqlext.frames import OK, StatementResult
 from sqlext.metastore import launcher
 from sqlext.metastore.client import MetastoreClient
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -104,6 +104,12 @@ class SqlextSession:
 
     def sql(self, text: str, *args: Any, **kwargs: Any) -> DataFrame:
         """Run one statement: sqlext's, or Spark's."""
+        result = self.run(text, *args, **kwargs)
+        return result.frame(self.spark) if isinstance(result, StatementResult) else result
+
+    def run(self, text: str, *args: Any, **kwargs: Any) -> StatementResult | DataFrame:
+        """Run one statement: a sqlext statement's result as rows, a statement passed to Spark as Spark's
+        DataFrame."""
         statement = p.parse_statement(text)
         if isinstance(statement, p.Passthrough):
             return self._spark_sql(text, *args, **kwargs)
@@ -138,27 +144,21 @@ class SqlextSession:
 
     # -- statements ------------------------------------------------------------------------------
 
-    def _execute(self, statement: p.Statement) -> DataFrame:
+    def _execute(self, statement: p.Statement) -> StatementResult | DataFrame:
         handler = getattr(self, f"_on_{type(statement).__name__}", None)
         if handler is None:
             raise SqlextError(f"Statement not supported: {statement.sql}", statement=statement.sql)
-        result: DataFrame = handler(statement)
+        result: StatementResult | DataFrame = handler(statement)
         return result
 
-    def _rows(self, schema: str, rows: list[tuple[Any, ...]]) -> DataFrame:
-        return local_frame(self.spark, schema, rows)
-
-    def _ok(self) -> DataFrame:
-        return self._rows("result STRING", [("OK",)])
-
-    def _on_CreateTable(self, statement: p.CreateTable) -> DataFrame:
+    def _on_CreateTable(self, statement: p.CreateTable) -> StatementResult:
         from dataclasses import replace
 
         table = replace(statement.table, identifier=self.resolve(statement.table.identifier))
         self.catalog.create_table(table, statement.if_not_exists)
-        return self._ok()
+        return OK
 
-    def _on_CreateTableLike(self, statement: p.CreateTableLike) -> DataFrame:
+    def _on_CreateTableLike(self, statement: p.CreateTableLike) -> StatementResult:
         from dataclasses import replace
 
         from sqlext.ddl import merge_like
@@ -166,23 +166,23 @@ class SqlextSession:
         base = self.catalog.get_table(self.resolve(statement.like))
         derived = replace(statement, identifier=self.resolve(statement.identifier))
         self.catalog.create_table(merge_like(base, derived), statement.if_not_exists)
-        return self._ok()
+        return OK
 
-    def _on_CreateDatabase(self, statement: p.CreateDatabase) -> DataFrame:
+    def _on_CreateDatabase(self, statement: p.CreateDatabase) -> StatementResult:
         warehouse = self.config.get(WAREHOUSE)
         location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None
         self.catalog.create_database(
             statement.name, statement.if_not_exists, location, statement.comment, statement.properties
         )
-        return self._ok()
+        return OK
 
-    def _on_DropTable(self, statement: p.DropTable) -> DataFrame:
+    def _on_DropTable(self, statement: p.DropTable) -> StatementResult | DataFrame:
         ident = self.resolve(statement.target)
         if not statement.temporary and self._is_plain_hive_table(ident):
             return self._spark_sql(statement.sql)  # Spark drops its own tables (and a managed table's data)
         self.catalog.drop_table(ident, statement.if_exists, temporary=statement.temporary)
         self._refresh(ident)
-        return self._ok()
+        return OK
 
     def _is_plain_hive_table(self, ident: TableIdentifier) -> bool:
         return ident not in self.catalog.temporary and (
@@ -190,50 +190,50 @@ class SqlextSession:
             and not self.catalog.table_exists(ident)
         )
 
-    def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> DataFrame:
+    def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> StatementResult:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
-        return self._ok()
+        return OK
 
-    def _on_ShowCreateTable(self, statement: p.ShowCreateTable) -> DataFrame:
+    def _on_ShowCreateTable(self, statement: p.ShowCreateTable) -> StatementResult:
         from sqlext.ddl import show_create_table
 
         table = self.catalog.get_table(self.resolve(statement.target))
-        return self._rows("createtab_stmt STRING", [(show_create_table(table),)])
+        return StatementResult("createtab_stmt STRING", [(show_create_table(table),)])
 
-    def _on_Describe(self, statement: p.Describe) -> DataFrame:
+    def _on_Describe(self, statement: p.Describe) -> StatementResult | DataFrame:
         from sqlext.ddl import describe_rows
 
         ident = self.resolve(statement.target)
         if not self.catalog.table_exists(ident):
             return self._spark_sql(statement.sql)
-        return self._rows(
+        return StatementResult(
             "col_name STRING, data_type STRING, comment STRING", describe_rows(self.catalog.get_table(ident))
         )
 
-    def _on_ShowTables(self, statement: p.ShowTables) -> DataFrame:
+    def _on_ShowTables(self, statement: p.ShowTables) -> StatementResult:
         database = statement.database or self.current_database
-        return self._rows(
+        return StatementResult(
             "database STRING, tableName STRING", [(database, t) for t in self.catalog.list_tables(database)]
         )
 
-    def _on_UseDatabase(self, statement: p.UseDatabase) -> DataFrame:
+    def _on_UseDatabase(self, statement: p.UseDatabase) -> StatementResult:
         if not self.catalog.database_exists(statement.name):
             raise TableNotFoundError(f"Database '{statement.name}' does not exist.")
         self._spark_sql(f"USE `{statement.name}`")
         self.current_database = statement.name
-        return self._ok()
+        return OK
 
-    def _on_SetOption(self, statement: p.SetOption) -> DataFrame:
+    def _on_SetOption(self, statement: p.SetOption) -> StatementResult:
         if statement.key is None:
-            return self._rows("key STRING, value STRING", sorted(self.options.items()))
+            return StatementResult("key STRING, value STRING", sorted(self.options.items()))
         self.options[statement.key] = statement.value or ""
-        return self._rows("key STRING, value STRING", [(statement.key, statement.value)])
+        return StatementResult("key STRING, value STRING", [(statement.key, statement.value)])
 
-    def _on_ResetOption(self, statement: p.ResetOption) -> DataFrame:
+    def _on_ResetOption(self, statement: p.ResetOption) -> StatementResult:
         self.reset_options(statement.key)
-        return self._ok()
+        return OK
 
-    def _on_Insert(self, statement: p.Insert) -> DataFrame:
+    def _on_Insert(self, statement: p.Insert) -> StatementResult | DataFrame:
         from dataclasses import replace
 
         try:
@@ -249,7 +249,7 @@ class SqlextSession:
             return self._spark_sql(statement.sql)  # a plain Spark/Hive table
         return execute_insert(self, replace(statement, target=target))
 
-    def _on_ShowJobs(self, statement: p.ShowJobs) -> DataFrame:
+    def _on_ShowJobs(self, statement: p.ShowJobs) -> StatementResult:
         from sqlext.checkpoint import started_checkpoint
 
         rows = []
@@ -258,9 +258,11 @@ class SqlextSession:
             checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
             status = "RUNNING" if query.isActive else "FINISHED"
             rows.append((str(query.id), query.name or "", status, checkpoint, identity))
-        return self._rows("job_id STRING, job_name STRING, status STRING, checkpoint STRING, identity STRING", rows)
+        return StatementResult(
+            "job_id STRING, job_name STRING, status STRING, checkpoint STRING, identity STRING", rows
+        )
 
-    def _on_StopJob(self, statement: p.StopJob) -> DataFrame:
+    def _on_StopJob(self, statement: p.StopJob) -> StatementResult:
         query = self.spark.streams.get(statement.job_id)
         if query is None:
             raise SqlextError(f"No running job with id '{statement.job_id}'; SHOW JOBS lists them.")
@@ -269,7 +271,7 @@ class SqlextSession:
             insert.stop()  # after the batch in progress is committed
         else:
             query.stop()
-        return self._ok()
+        return OK
 
     def _refresh(self, ident: TableIdentifier) -> None:
         # Nothing cached, or the table is gone: nothing to refresh.
