@@ -339,11 +339,14 @@ class CsvTextForm:
             plain = plain & (F.instr(raw, self.quote) == 0)
         return F.when(plain, raw).otherwise(text)
 
-    def parse(self, lines: SparkColumn, types: Sequence[tuple[str, str]]) -> tuple[list[SparkColumn], SparkColumn]:
-        """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and whether the
-        line parsed. A line with another number of fields, or a field that is not of its type, fails the
-        read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops such a row). An
-        empty field is NULL in a column that is not a string or bytes (Flink's csv writes NULL so)."""
+    def parse(
+        self, lines: SparkColumn, types: Sequence[tuple[str, str]]
+    ) -> tuple[list[SparkColumn], SparkColumn | None]:
+        """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and, with
+        ``ignore_parse_errors``, whether the line parsed (else None). A line with another number of fields,
+        or a field that is not of its type, fails the read; with ``ignore_parse_errors`` the line is to be
+        skipped instead (Flink drops such a row). An empty field is NULL in a column that is not a string or
+        bytes (Flink's csv writes NULL so)."""
         from pyspark.sql import functions as F
 
         # A line without escape, quote or line break characters (most lines) is split at its delimiters,
@@ -359,6 +362,8 @@ class CsvTextForm:
             message = F.concat(F.lit(f"csv line without {len(types)} fields: "), F.substring(lines, 1, 200))
             fields = F.when(parsed, fields).otherwise(F.raise_error(message))
         columns = []
+        # Whether a line parsed is built only where it is used: as a large expression, Spark's analysis of
+        # it was a noticeable part of an insert's start-up.
         for index, (name, kind) in enumerate(types):
             raw = F.get(fields, index)
             plain_null, plain_value = self._typed_plain(raw, kind)
@@ -367,9 +372,10 @@ class CsvTextForm:
             plain_column = F.when(plain_null, null).otherwise(plain_value)
             full_column = F.when(full_null, null).otherwise(full_value)
             columns.append(F.when(plain, plain_column).otherwise(full_column).alias(name))
-            is_null = F.when(plain, plain_null).otherwise(full_null)
-            parsed = parsed & (is_null | F.when(plain, plain_value).otherwise(full_value).isNotNull())
-        return columns, parsed
+            if self.ignore_parse_errors:
+                is_null = F.when(plain, plain_null).otherwise(full_null)
+                parsed = parsed & (is_null | F.when(plain, plain_value).otherwise(full_value).isNotNull())
+        return columns, parsed if self.ignore_parse_errors else None
 
     def _typed_plain(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
         """:meth:`_typed` of a field with no escape and no quote character: nothing to unquote or unescape."""

@@ -154,10 +154,10 @@ def _read_csv_text(
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
     ]
-    frame = lines.select(*fields, *others, F.col("_metadata"), parsed.alias("__sqlext_parsed"))
-    if form.ignore_parse_errors:
-        frame = frame.where(F.col("__sqlext_parsed"))
-    return frame.drop("__sqlext_parsed")
+    columns = [*fields, *others, F.col("_metadata")]
+    if parsed is None:
+        return lines.select(*columns)
+    return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")
 
 
 def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str]:

@@ -143,7 +143,7 @@ def _decode(
         form = CsvTextForm.from_options(options)
         fields, parsed = form.parse(text, [(name, kind) for _, name, kind in typed])
         values = {name: field for (_, name, _), field in zip(typed, fields, strict=True)}
-        return values, [parsed | data.isNull()] if form.ignore_parse_errors else []
+        return values, [parsed | data.isNull()] if parsed is not None else []
     return _json(text, data, typed, options)
 
 
