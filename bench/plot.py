@@ -80,8 +80,15 @@ def main() -> Path:
         axes[1][2].set_xlabel("partition (hour)", fontsize=8)
     if flink:
         _flink_bars(axes[2][0], flink)
-    for axis in (axes[2][1], axes[2][2]):
-        axis.set_axis_off()
+    small_files = sorted(RESULTS.glob("sink_throughput_tasks*.json"))
+    if small_files:
+        many = json.loads(small_files[-1].read_text())
+        rates = {name: value / 1e6 for name, value in many["rows_per_s"].items()}
+        title = f"sink throughput, {many['params']['tasks']} files per partition per batch"
+        _bars(axes[2][1], f"{title} ({many['params']['rows'] / 1e6:g}M rows)", rates, "Mrows/s")
+    else:
+        axes[2][1].set_axis_off()
+    axes[2][2].set_axis_off()
     figure.tight_layout()
     target = RESULTS / "summary.png"
     figure.savefig(target, dpi=110)
