@@ -187,6 +187,24 @@ def test_the_commit_log_keeps_the_latest_batches_and_every_unfinished_one(tmp_pa
     assert log.expire("q", retained=4, keep=lambda batch: batch == 4) == []
 
 
+def test_a_reader_of_the_commit_log_sees_a_batch_that_moved_on_since_its_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sqlext commits`` (or a test) reads the log while an insert writes it: a state file listed a moment
+    ago is replaced by the batch's next state, or expired; the reader gets the batch's state now."""
+    root = tmp_path.as_uri()
+    log = CommitLog(FileSystem(root), root)
+    moving, expiring = LogEntry("q", 1, State.REQUESTED), LogEntry("q", 0, State.COMPLETED)
+    log.write(expiring)
+    log.write(moving)
+    listed = log._latest_states("q")
+    log.transition(moving, State.INFLIGHT)
+    log.expire("q", retained=1)
+    monkeypatch.setattr(log, "_latest_states", lambda query: listed)
+
+    assert [(e.batch, e.state) for e in log.entries("q")] == [(1, State.INFLIGHT)]
+
+
 def test_the_commit_log_counts_retained_entries_not_id_distance(tmp_path: Path) -> None:
     root = tmp_path.as_uri()
     log = CommitLog(FileSystem(root), root)
