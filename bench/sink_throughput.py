@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -47,13 +48,36 @@ COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class Workload:
+    """How every variant writes: the table's format, streaming (``availableNow``) or batch, and how many
+    writing tasks (None: as Spark splits the input files)."""
+
+    fmt: str = "parquet"
+    mode: str = "streaming"
+    tasks: int | None = None
+
+    @property
+    def result_name(self) -> str:
+        """The results file's name: ``sink_throughput`` plus what differs from the default workload."""
+        parts = [part for part in (self.fmt != "parquet" and self.fmt, self.mode != "streaming" and self.mode) if part]
+        return "_".join(["sink_throughput", *parts, *([f"tasks{self.tasks}"] if self.tasks else [])])
+
+
 def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None, tasks: int | None = None) -> Any:
     """The input files as a stream with a watermark on ``ts`` and ``dt``/``hr`` columns (``tasks``: spread
     round robin over that many tasks)."""
     reader = spark.readStream.schema(EVENT_DDL)
     if files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", files_per_trigger)
-    rows = reader.parquet(input_dir.as_uri()).withWatermark("ts", "0 seconds")
+    return _with_partition_columns(reader.parquet(input_dir.as_uri()).withWatermark("ts", "0 seconds"), tasks)
+
+
+def _batch_events(spark: Any, input_dir: Path, tasks: int | None) -> Any:
+    return _with_partition_columns(spark.read.schema(EVENT_DDL).parquet(input_dir.as_uri()), tasks)
+
+
+def _with_partition_columns(rows: Any, tasks: int | None) -> Any:
     if tasks:
         rows = rows.repartition(tasks)
     return rows.selectExpr(
@@ -62,33 +86,40 @@ def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None, ta
 
 
 def spark_file_sink(
-    spark: Any, input_dir: Path, work: Path, files_per_trigger: int | None = None, tasks: int | None = None
+    spark: Any, input_dir: Path, work: Path, files_per_trigger: int | None = None, workload: Workload = Workload()
 ) -> Any:
-    """Spark's own streaming file sink into ``work/table``; returns the finished query."""
+    """Spark's own file sink into ``work/table``, streaming (to the end of the input: returns the finished
+    query) or batch."""
+    target = (work / "table").as_uri()
+    if workload.mode == "batch":
+        rows = _batch_events(spark, input_dir, workload.tasks)
+        rows.write.format(workload.fmt).partitionBy("dt", "hr").save(target)
+        return None
     query = (
-        events(spark, input_dir, files_per_trigger, tasks)
-        .writeStream.format("parquet")
+        events(spark, input_dir, files_per_trigger, workload.tasks)
+        .writeStream.format(workload.fmt)
         .partitionBy("dt", "hr")
         .option("checkpointLocation", (work / "checkpoint").as_uri())
         .trigger(availableNow=True)
-        .start((work / "table").as_uri())
+        .start(target)
     )
     query.awaitTermination()
     return query
 
 
-def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str, tasks: int | None = None) -> None:
-    spark_file_sink(spark, input_dir, work, tasks=tasks)
+def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str, workload: Workload) -> None:
+    spark_file_sink(spark, input_dir, work, workload=workload)
     spark.sql(
         f"CREATE TABLE bench.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP) "
-        f"PARTITIONED BY (dt STRING, hr STRING) STORED AS PARQUET LOCATION '{(work / 'table').as_uri()}'"
+        f"PARTITIONED BY (dt STRING, hr STRING) STORED AS {workload.fmt.upper()} "
+        f"LOCATION '{(work / 'table').as_uri()}'"
     )
     spark.sql(f"MSCK REPAIR TABLE bench.{name}")
 
 
 def partition_time_table(name: str, path: Path, **options: str) -> TableDefinition:
     """``bench.<name>`` at ``path``: hourly ``dt``/``hr`` partitions committed by partition time + 1 h
-    into the metastore with a success file (plus ``options``)."""
+    into the metastore with a success file (plus ``options``; parquet unless they say otherwise)."""
     return TableDefinition(
         TableIdentifier("bench", name),
         tuple(Column(n, t) for n, t in COLUMNS),
@@ -106,14 +137,18 @@ def partition_time_table(name: str, path: Path, **options: str) -> TableDefiniti
     )
 
 
-def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, rows: Any, checkpoint: Path) -> Any:
-    """Stream ``rows`` into ``table`` through the sqlext sink until the input is consumed and every
-    partition committed; return the finished query."""
+def _sink(spark: Any, table: TableDefinition, metastore_uri: str) -> FileSystemSink:
     context = SimpleNamespace(
         spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=metastore_uri), config=None
     )
+    return FileSystemSink(context)
+
+
+def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, rows: Any, checkpoint: Path) -> Any:
+    """Stream ``rows`` into ``table`` through the sqlext sink until the input is consumed and every
+    partition committed; return the finished query."""
     plan = InsertPlan(table.identifier.name, checkpoint.as_uri(), available_now=True)
-    query = FileSystemSink(context).start_stream(rows, plan)
+    query = _sink(spark, table, metastore_uri).start_stream(rows, plan)
     running = running_insert(str(query.id))
     assert running is not None
     running.wait()
@@ -121,11 +156,17 @@ def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, ro
 
 
 def sqlext_sink(
-    spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str, tasks: int | None = None
+    spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str, workload: Workload
 ) -> None:
-    table = partition_time_table(name, work / "table")
+    """A sqlext insert into a new table: streaming, or batch (every partition committed at its end)."""
+    table = partition_time_table(name, work / "table", format=workload.fmt)
     catalog.create_table(table, if_not_exists=False)
-    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir, tasks=tasks), work / "checkpoint")
+    checkpoint = work / "checkpoint"
+    if workload.mode == "batch":
+        plan = InsertPlan(table.identifier.name, checkpoint.as_uri())
+        _sink(spark, table, metastore_uri).write_batch(_batch_events(spark, input_dir, workload.tasks), plan)
+        return
+    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir, tasks=workload.tasks), checkpoint)
 
 
 def main() -> None:
@@ -135,7 +176,10 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=None, help="writing tasks, each into every partition")
+    parser.add_argument("--format", default="parquet", choices=("parquet", "orc"))
+    parser.add_argument("--mode", default="streaming", choices=("streaming", "batch"))
     args = parser.parse_args()
+    workload = Workload(args.format, args.mode, args.tasks)
 
     home = scratch_dir()
     with metastore(home) as hms:
@@ -150,13 +194,11 @@ def main() -> None:
 
         def variants(source: Path, tag: str) -> dict[str, Any]:
             return {
-                "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}", tasks=args.tasks),
+                "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}", workload=workload),
                 "spark_file_sink+msck": lambda: spark_file_sink_then_msck(
-                    spark, source, home / f"b-{tag}", f"b_{tag}", args.tasks
+                    spark, source, home / f"b-{tag}", f"b_{tag}", workload
                 ),
-                "sqlext": lambda: sqlext_sink(
-                    spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}", args.tasks
-                ),
+                "sqlext": lambda: sqlext_sink(spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}", workload),
             }
 
         for action in variants(warmup_dir, "warmup").values():
@@ -180,7 +222,7 @@ def main() -> None:
     ratio_b = rates["sqlext"] / rates["spark_file_sink+msck"]
     print(f"sqlext / spark file sink = {ratio_a:.2f}   sqlext / (spark file sink + MSCK REPAIR) = {ratio_b:.2f}")
     path = write_result(
-        f"sink_throughput_tasks{args.tasks}" if args.tasks else "sink_throughput",
+        workload.result_name,
         {
             "params": vars(args),
             "seconds": seconds,
