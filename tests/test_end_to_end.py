@@ -3,7 +3,7 @@ partitions in the HMS -> rows read back by Spark SQL."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -90,3 +90,41 @@ def test_show_jobs_lists_a_streaming_insert_and_stop_job_stops_it_after_a_commit
     assert running is not None and running.wait(60) and not running.query.isActive
     assert row.job_id not in [r.job_id for r in spark.sql("SHOW JOBS").collect()]
     assert spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM e2e.watched").first() == (20, 20)
+
+
+def test_a_streaming_file_source_reads_a_new_file_however_old_its_modification_time(
+    spark, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    """Flink's source reads every new file; Spark's skips one a week older than the newest it has seen
+    (``maxFileAge``), as a copy that keeps its times (``cp -p``, ``distcp -p``) would be."""
+    next_id = write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
+    spark.sql(f"""
+        CREATE TABLE e2e.aged_src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH (
+          'connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'parquet',
+          'source.monitor-interval' = '1 s'
+        )""")
+    spark.sql(f"""
+        CREATE TABLE e2e.aged (id BIGINT, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
+        WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "sink").as_uri()}', 'format' = 'parquet')""")
+    [row] = spark.sql("""
+        INSERT INTO e2e.aged SELECT id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.aged_src
+        """).collect()
+    try:
+        wait_for(lambda: len(hms.get_partition_names("e2e", "aged")) == 2, 180, what="the first two hours")
+        write_hourly_events(
+            tmp_path / "input",
+            datetime(2026, 11, 22, 2),
+            hours=1,
+            rows_per_hour=10,
+            first_id=next_id,
+            age=timedelta(days=30),
+        )
+        wait_for(lambda: len(hms.get_partition_names("e2e", "aged")) == 3, 120, what="the month-old file's hour")
+        assert spark.sql("SELECT count(*) AS n, count(DISTINCT id) AS d FROM e2e.aged").first() == (30, 30)
+    finally:
+        running = running_insert(row.job_id)
+        assert running is not None
+        running.query.stop()

@@ -16,9 +16,13 @@ EVENT_SCHEMA = pa.schema(
 EVENT_DDL = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"
 
 
-def write_hourly_events(directory: Path, start: datetime, hours: int, rows_per_hour: int, first_id: int = 0) -> int:
+def write_hourly_events(
+    directory: Path, start: datetime, hours: int, rows_per_hour: int, first_id: int = 0, age: timedelta | None = None
+) -> int:
     """One parquet file per hour (file names sort by hour), ``rows_per_hour`` events spread over the hour.
 
+    Each file appears whole, with its modification time already set: a running stream never lists it half
+    written or with the time of writing. ``age`` sets the times that much further in the past.
     Returns the next free id. Ids are unique across calls when ``first_id`` continues from the last.
     """
     directory.mkdir(parents=True, exist_ok=True)
@@ -37,10 +41,12 @@ def write_hourly_events(directory: Path, start: datetime, hours: int, rows_per_h
             schema=EVENT_SCHEMA,
         )
         target = directory / f"events-{base:%Y%m%d%H}-{next_id:08d}.parquet"
-        pq.write_table(table, target)
+        hidden = directory / f".{target.name}.writing"  # file sources skip names starting with a dot
+        pq.write_table(table, hidden)
         # Spark's file source takes files oldest first: make that the hour order, one second apart.
-        stamp = 1_700_000_000 + next_id
-        os.utime(target, (stamp, stamp))
+        stamp = 1_700_000_000 + next_id - (age.total_seconds() if age else 0)
+        os.utime(hidden, (stamp, stamp))
+        hidden.rename(target)
         next_id += rows_per_hour
     return next_id
 

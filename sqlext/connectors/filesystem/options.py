@@ -69,8 +69,9 @@ SOURCE_MONITOR_INTERVAL = ConfigOption(
     "source.monitor-interval",
     DURATION,
     None,
-    "Interval at which the source looks for new files and partitions. Unset: the source is bounded "
-    "and reads what is there once.",
+    "Interval at which the source looks for new files and partitions. Each new file is read once, whatever "
+    "its modification time (Spark's own file stream skips files a week older than the newest). Unset: the "
+    "source is bounded and reads what is there once.",
     check=positive,
 )
 SOURCE_PATH_REGEX = ConfigOption(

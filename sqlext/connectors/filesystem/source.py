@@ -56,6 +56,10 @@ _RENAMED = {
     "escape-character": "escape",
     "null-literal": "nullValue",
 }
+#: Spark's streaming file source skips a new file modified more than ``maxFileAge`` (7 days) before the newest
+#: file it has seen; Flink's reads every new file. A century keeps files copied with their times (``cp -p``,
+#: ``distcp -p``). The cost is Flink's too: the paths of every file read are remembered.
+_EVERY_FILE_AGE = "36500d"
 #: Flink json ``timestamp-format.standard`` -> Spark's ``timestampFormat``.
 _JSON_TIMESTAMP_FORMATS = {
     "SQL": "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS][XXX]",
@@ -73,6 +77,7 @@ def read_table(context: SourceContext) -> DataFrame:
         reader_opts["ignoreCorruptFiles"] = "true"
     if context.streaming:
         reader: Any = context.spark.readStream
+        reader_opts["maxFileAge"] = _EVERY_FILE_AGE
         max_files = options.get(fso.SOURCE_MAX_FILES_PER_TRIGGER)
         if max_files:
             reader_opts["maxFilesPerTrigger"] = str(max_files)
@@ -140,7 +145,7 @@ def _read_csv_text(
     dir_columns = [c for c in table.physical_columns if _is_partition_key(c, table) or c.name.lower() in from_dirs]
     data = [(c.name, _spark_type(c.type)) for c in table.physical_columns if c not in dir_columns]
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
-    passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger")}
+    passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
     if form.quote is not None:
         files = reader.format("text").schema(schema).options(**passed, wholetext="true").load(path)
         records = F.explode(F.regexp_extract_all(F.col("value"), F.lit(form.record_pattern()), 1))
