@@ -342,26 +342,41 @@ class CsvTextForm:
     def parse(
         self, lines: SparkColumn, types: Sequence[tuple[str, str]]
     ) -> tuple[list[SparkColumn], SparkColumn | None]:
-        """The typed fields of ``lines`` (text), one per ``types`` entry ((name, Spark type)), and, with
-        ``ignore_parse_errors``, whether the line parsed (else None). A line with another number of fields,
-        or a field that is not of its type, fails the read; with ``ignore_parse_errors`` the line is to be
-        skipped instead (Flink drops such a row). An empty field is NULL in a column that is not a string or
-        bytes (Flink's csv writes NULL so)."""
+        """:meth:`typed` of :meth:`split`, in one projection; see both. A caller that can project twice should
+        (:meth:`split` first): every field repeats the split, and Spark analyses each copy at planning."""
+        plain, fields = self.split(lines, len(types))
+        return self.typed(plain, fields, types)
+
+    def split(self, lines: SparkColumn, count: int) -> tuple[SparkColumn, SparkColumn]:
+        """(whether a line is plain, its raw fields) of ``lines`` (text). A line with another number of fields
+        than ``count`` fails the read, unless ``ignore_parse_errors`` (:meth:`typed` then skips it). A plain line
+        has no escape, quote or line break character (most lines): it is split at its delimiters, in a
+        fraction of the time of the field regex."""
         from pyspark.sql import functions as F
 
-        # A line without escape, quote or line break characters (most lines) is split at its delimiters,
-        # and its fields are cast as they are: the same values as the field regex and the unescaping give,
-        # in a fraction of their time.
         specials = "".join(_regex_char(c) for c in (self.escape, "\n", "\r", *([self.quote] if self.quote else [])))
         plain = ~lines.rlike(f"[{specials}]")
         split = F.split(lines, _split_literal(self.delimiter), -1)
         matched = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
         fields = F.when(plain, split).otherwise(matched)
-        parsed = F.size(fields) == F.lit(len(types))
         if not self.ignore_parse_errors:
-            message = F.concat(F.lit(f"csv line without {len(types)} fields: "), F.substring(lines, 1, 200))
-            fields = F.when(parsed, fields).otherwise(F.raise_error(message))
+            message = F.concat(F.lit(f"csv line without {count} fields: "), F.substring(lines, 1, 200))
+            fields = F.when(F.size(fields) == F.lit(count), fields).otherwise(F.raise_error(message))
+        return plain, fields
+
+    def typed(
+        self, plain: SparkColumn, fields: SparkColumn, types: Sequence[tuple[str, str]]
+    ) -> tuple[list[SparkColumn], SparkColumn | None]:
+        """The typed fields of :meth:`split`'s ``plain`` and ``fields``, one per ``types`` entry ((name, Spark
+        type)), and, with ``ignore_parse_errors``, whether the line parsed (else None). A field that is not of
+        its type fails the read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops
+        such a row), as is a line with another number of fields. An empty field is NULL in a column that is
+        not a string or bytes (Flink's csv writes NULL so)."""
+        from pyspark.sql import functions as F
+
+        parsed = F.size(fields) == F.lit(len(types))
         columns = []
+        # A plain line's fields are cast as they are: the same values as unquoting and unescaping give.
         # Whether a line parsed is built only where it is used: as a large expression, Spark's analysis of
         # it was a noticeable part of an insert's start-up.
         for index, (name, kind) in enumerate(types):

@@ -154,12 +154,15 @@ def _read_csv_text(
         lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
-    fields, parsed = form.parse(F.col("value"), data)
+    kept = [*(F.col(f"`{c.name}`") for c in dir_columns), F.col("_metadata")]
+    plain, fields = form.split(F.col("value"), len(data))
+    lines = lines.select(plain.alias("__sqlext_plain"), fields.alias("__sqlext_fields"), *kept)
+    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data)
     others = [
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
     ]
-    columns = [*fields, *others, F.col("_metadata")]
+    columns = [*typed, *others, F.col("_metadata")]
     if parsed is None:
         return lines.select(*columns)
     return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")
