@@ -2,7 +2,7 @@
 no Spark job.
 
 A sqlext statement's result is a :class:`StatementResult`: rows in Python. ``spark.sql`` makes it a
-DataFrame; ``sqlext run`` prints it as it is, without building one (the JVM round trips of a first
+DataFrame; ``sqlext run`` prints it and the HiveServer2 gateway sends it as it is, without building one (the JVM round trips of a first
 DataFrame and its ``collect`` were a second of each run's start-up).
 
 ``spark.createDataFrame(list_of_tuples)`` builds its rows from an RDD, so reading them back (``collect``, as
@@ -53,9 +53,15 @@ class StatementResult:
     rows: Sequence[tuple[Any, ...]]
 
     @property
+    def fields(self) -> list[tuple[str, str]]:
+        """(name, Spark type in lower case) of each column, in order (the schema's types are simple ones)."""
+        named = (column.strip().split(" ", 1) for column in self.schema.split(","))
+        return [(name, kind.strip().lower()) for name, kind in named]
+
+    @property
     def columns(self) -> list[str]:
         """The column names, in order."""
-        return [column.strip().split(" ", 1)[0] for column in self.schema.split(",")]
+        return [name for name, _ in self.fields]
 
     def frame(self, spark: SparkSession) -> DataFrame:
         """The rows as a DataFrame read back without a Spark job (see :func:`local_frame`)."""

@@ -13,6 +13,7 @@ from TCLIService import ttypes
 from thrift.transport.TTransport import TTransportException
 
 from sqlext.errors import ParseError, SqlextError, TableNotFoundError
+from sqlext.frames import StatementResult
 from sqlext.gateway.metadata import name_pattern
 from sqlext.gateway.operations import GatewayError, Operation, OperationError
 from sqlext.gateway.results import ResultColumn, ResultSet, null_bitmap
@@ -127,6 +128,14 @@ def test_result_sets_fetch_in_batches_and_rewind_on_fetch_first() -> None:
     assert result.fetch(10).columns[0].i64Val.values == [2, 3, 4] and not result.has_more_rows
     assert result.fetch(10).columns[0].i64Val.values == []
     assert result.fetch(1, from_start=True).columns[0].i64Val.values == [0] and result.has_more_rows
+
+
+def test_a_sqlext_statements_rows_are_sent_with_the_types_its_schema_names() -> None:
+    result = ResultSet.of_result(StatementResult("job_name STRING, batches BIGINT", [("insert_t", 3), (None, None)]))
+    assert [(c.name, c.type_id) for c in result.columns] == [("job_name", T.STRING_TYPE), ("batches", T.BIGINT_TYPE)]
+    sent = result.fetch(10)
+    assert sent.columns[0].stringVal.values == ["insert_t", ""] and sent.columns[0].stringVal.nulls == bytes([0b10])
+    assert sent.columns[1].i64Val.values == [3, 0] and sent.columns[1].i64Val.nulls == bytes([0b10])
 
 
 def test_spark_types_map_to_hiveserver2_types_with_decimal_qualifiers() -> None:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
+    from sqlext.frames import StatementResult
+
 T = ttypes.TTypeId
 #: Rows per fetch when a client asks for none or fewer than one.
 DEFAULT_FETCH_ROWS = 1000
@@ -161,6 +163,15 @@ class ResultSet:
         columns = [ResultColumn.of_spark_type(f.name, f.dataType.simpleString()) for f in fields]
         rows = _as_sent(frame).collect()
         return cls(columns, [tuple(row) for row in rows])
+
+    @classmethod
+    def of_result(cls, result: StatementResult) -> ResultSet:
+        """A sqlext statement's rows as they are (no Spark job)."""
+        return cls([ResultColumn.of_spark_type(name, kind) for name, kind in result.fields], result.rows)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [column.name for column in self.columns]
 
     def schema(self) -> ttypes.TTableSchema:
         return ttypes.TTableSchema(columns=[c.descriptor(i) for i, c in enumerate(self.columns, start=1)])

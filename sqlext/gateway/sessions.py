@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from TCLIService import ttypes
 
+from sqlext.frames import StatementResult
 from sqlext.gateway.jobs import JobRegistry
 from sqlext.gateway.operations import InvalidHandleError, Operation, new_handle
 from sqlext.gateway.results import ResultSet
@@ -103,10 +104,10 @@ class GatewaySession:
         answered = self.jobs.execute(statement, self.user)
         if answered is not None:
             return answered
-        frame = self.sqlext.sql(statement)
-        result = ResultSet.of_frame(frame)
-        if "job_id" in frame.columns:  # a streaming INSERT started: the gateway keeps its job
-            row = dict(zip(frame.columns, result.rows[0], strict=True))
+        answer = self.sqlext.run(statement)
+        result = ResultSet.of_result(answer) if isinstance(answer, StatementResult) else ResultSet.of_frame(answer)
+        if "job_id" in result.column_names:  # a streaming INSERT started: the gateway keeps its job
+            row = dict(zip(result.column_names, result.rows[0], strict=True))
             self.jobs.record(self.spark, row["job_id"], row.get("job_name") or "", self.user)
         return result
 
