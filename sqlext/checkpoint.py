@@ -237,13 +237,15 @@ def prepare(
     identity: InsertIdentity,
     mode: StartMode,
     adopt_unmarked: Callable[[], bool] = lambda: False,
+    lease: Lease | None = None,
 ) -> PreparedCheckpoint:
-    """Take the lease of ``location`` and decide, from the identity stored there, whether the insert
-    resumes it (see the module docstring). ``adopt_unmarked`` says whether a checkpoint written before
-    sqlext recorded identities belongs to this insert (else it is moved aside)."""
+    """Take the lease of ``location`` (confirm ``lease``, claimed earlier) and decide, from the identity
+    stored there, whether the insert resumes it (see the module docstring). ``adopt_unmarked`` says whether
+    a checkpoint written before sqlext recorded identities belongs to this insert (else it is moved aside)."""
     fs = FileSystem(location)
-    lease = Lease.acquire(fs, location, identity.pipeline)
+    lease = lease or Lease.claim(fs, location, identity.pipeline)
     try:
+        lease.confirm()
         replaced = None
         stored = read_identity(fs, location)
         progress = _has_progress(fs, location)

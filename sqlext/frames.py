@@ -2,8 +2,8 @@
 no Spark job.
 
 A sqlext statement's result is a :class:`StatementResult`: rows in Python. ``spark.sql`` makes it a
-DataFrame; ``sqlext run`` prints it and the HiveServer2 gateway sends it as it is, without building one (the JVM round trips of a first
-DataFrame and its ``collect`` were a second of each run's start-up).
+DataFrame; ``sqlext run`` prints it and the HiveServer2 gateway sends it as it is, without building one
+(the JVM round trips of a first DataFrame and its ``collect`` were a second of each run's start-up).
 
 ``spark.createDataFrame(list_of_tuples)`` builds its rows from an RDD, so reading them back (``collect``, as
 ``sqlext run`` does to print each result) runs a Spark job: on a 2-core machine under load, the first job

@@ -205,6 +205,26 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
             f"Use SET '{RUNTIME_MODE}' = 'batch' for an overwrite, or INSERT INTO.",
             statement=getattr(statement, "sql", None),
         )
+    query_name = session.options.get(PIPELINE_NAME) or default_query_name(sink.identifier)
+    checkpoint_location = join(
+        checkpoint_root(spark, session.config, getattr(session, "metastore_uri", None)), query_name
+    )
+    if mode == STREAMING and _configured_root(spark, session.config) is None:
+        _move_legacy_checkpoint(sink, query_name, checkpoint_location)
+    # Claimed before the query is planned, confirmed after: the lease's settle wait passes while Spark plans.
+    lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
+    try:
+        return _plan_and_run(session, statement, sink, mode, lease)
+    except BaseException:
+        lease.release()
+        raise
+
+
+def _plan_and_run(session: Any, statement: Any, sink: TableDefinition, mode: str, lease: Lease) -> StatementResult:
+    """Plan the insert's query and run it: to its end in batch mode or from bounded sources, else as a
+    streaming query (started here, the lease kept by a heartbeat while it runs)."""
+    spark: SparkSession = session.spark
+    query_name, checkpoint_location = lease.owner.pipeline, lease.checkpoint
     current = getattr(session, "current_database", None) or "default"
     lookups = find_lookup_tables(session, statement.query, current, streaming=mode == STREAMING)
     sources = _resolve_sources(session, statement.query, streaming=mode == STREAMING, skip=lookups)
@@ -223,13 +243,11 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
         rows = next(iter(sources.values())).frame
     else:
         rows = conform(spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark")))
-    query_name = session.options.get(PIPELINE_NAME) or default_query_name(sink.identifier)
     start_mode = StartMode.parse(session.options.get(START_OPTION))
     bounded = all(source.bounded for source in sources.values())
-    metastore_uri = getattr(session, "metastore_uri", None)
     plan = InsertPlan(
         query_name=query_name,
-        checkpoint_location=join(checkpoint_root(spark, session.config, metastore_uri), query_name),
+        checkpoint_location=checkpoint_location,
         static_partitions=dict(statement.static_partitions),
         overwrite=statement.overwrite,
         trigger_interval=_trigger_interval(session.options),
@@ -245,8 +263,8 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
             statement=getattr(statement, "sql", None),
         )
     if mode == BATCH or not rows.isStreaming:
-        lease = Lease.acquire(FileSystem(plan.checkpoint_location), plan.checkpoint_location, query_name)
         try:
+            lease.confirm()
             table_sink.write_batch(rows, plan)
         finally:
             lease.release()
@@ -255,9 +273,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
         )
     _check_watermark(sink, any(source.has_watermark for source in sources.values()))
     identity = insert_identity(session, sink, sources, statement, query_name)
-    if _configured_root(spark, session.config) is None:
-        _move_legacy_checkpoint(sink, query_name, plan.checkpoint_location)
-    prepared = prepare(plan.checkpoint_location, identity, start_mode, lambda: _sink_has_log(sink, query_name))
+    prepared = prepare(plan.checkpoint_location, identity, start_mode, lambda: _sink_has_log(sink, query_name), lease)
     try:
         table_path = _table_path(sink)
         if table_path and not prepared.resumed:

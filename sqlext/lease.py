@@ -6,7 +6,8 @@ is refused, naming the first. A lease whose owner is gone (its pid no longer run
 this very process that ended) or whose heartbeat is older than :data:`LEASE_TIMEOUT_S` is taken over, so a
 killed run does not block its restart for long. The filesystem has no create-if-absent, so taking a lease
 writes it, waits a moment and reads it back: of two writers racing for it, only the last one to write finds
-its own token.
+its own token. An insert writes its lease before it plans its query and reads it back after
+(:meth:`Lease.claim`, :meth:`Lease.confirm`): the wait passes while Spark plans.
 
 A ``format("sqlext")`` writer has no process of its own that lives as long as its query (Spark calls it in
 short-lived Python workers), so its lease (:func:`claim_per_batch`) is held by the driver's JVM and renewed
@@ -130,10 +131,23 @@ class Lease:
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _alive: Callable[[], bool] | None = None
+    _claimed_at: float = 0.0
+    _confirmed: bool = False
 
     @classmethod
     def acquire(cls, fs: FileSystem, checkpoint: str, pipeline: str) -> Lease:
-        """Take the checkpoint's lease, or raise :class:`CheckpointInUseError` naming its holder."""
+        """Take the checkpoint's lease (:meth:`claim`, then :meth:`confirm`), or raise
+        :class:`CheckpointInUseError` naming its holder."""
+        lease = cls.claim(fs, checkpoint, pipeline)
+        lease.confirm()
+        return lease
+
+    @classmethod
+    def claim(cls, fs: FileSystem, checkpoint: str, pipeline: str) -> Lease:
+        """Write this process's lease, or raise :class:`CheckpointInUseError` naming a holder that is not
+        gone. Until :meth:`confirm`, a writer racing for the lease may still win it, so nothing else may be
+        written to the checkpoint; an insert claims before it plans its query and confirms after, so the
+        wait passes while Spark plans."""
         current = read_lease(fs, checkpoint)
         if current is not None and not current.is_stale(_now_ms(), _held_by_running_inserts()):
             raise _in_use(checkpoint, current)
@@ -146,11 +160,26 @@ class Lease:
                 log.warning("%s: taking over the lease of %s, which is gone", checkpoint, current.describe())
         now = _now_ms()
         owner = LeaseOwner(socket.gethostname(), os.getpid(), uuid.uuid4().hex, pipeline, now, now)
-        _take(fs, checkpoint, owner)
-        lease = cls(checkpoint, owner, fs)
+        fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
+        lease = cls(checkpoint, owner, fs, _claimed_at=time.monotonic())
         with _HELD_LOCK:
             _HELD[owner.token] = lease
         return lease
+
+    def confirm(self) -> None:
+        """Once :data:`LEASE_SETTLE_S` has passed since :meth:`claim`, read the lease back: if a racing
+        writer's write came last, give the claim up and raise :class:`CheckpointInUseError`."""
+        if self._confirmed:
+            return
+        time.sleep(max(0.0, self._claimed_at + LEASE_SETTLE_S - time.monotonic()))
+        winner = read_lease(self.fs, self.checkpoint)
+        if winner is None or winner.token != self.owner.token:
+            self._stop.set()
+            self.released = True
+            with _HELD_LOCK:
+                _HELD.pop(self.owner.token, None)
+            raise _in_use(self.checkpoint, winner or self.owner)
+        self._confirmed = True
 
     def holder_alive(self) -> bool:
         """Whether what holds the lease still runs (True until :meth:`keep_while` says how to tell)."""

@@ -201,6 +201,31 @@ def test_a_live_writer_is_named_and_a_second_one_refused(tmp_path: Path) -> None
         other.wait()
 
 
+def test_a_claim_whose_racing_writer_wrote_last_is_refused_at_confirmation(tmp_path: Path) -> None:
+    fs = FileSystem(tmp_path.as_uri())
+    claimed = ls.Lease.claim(fs, tmp_path.as_uri(), "a")
+    with pytest.raises(ls.CheckpointInUseError):  # claimed, not yet confirmed: already held
+        ls.Lease.claim(fs, tmp_path.as_uri(), "a")
+    _write_lease(tmp_path, token="the-racer")  # a writer that read the lease before the claim was written
+    with pytest.raises(ls.CheckpointInUseError, match="insert_ck_events in process"):
+        claimed.confirm()
+    claimed.release()
+    assert ls.read_lease(fs, tmp_path.as_uri()).token == "the-racer"  # type: ignore[union-attr]
+
+
+def test_a_claim_confirmed_holds_the_lease(tmp_path: Path) -> None:
+    fs = FileSystem(tmp_path.as_uri())
+    claimed = ls.Lease.claim(fs, tmp_path.as_uri(), "a")
+    claimed.confirm()
+    try:
+        assert ls.read_lease(fs, tmp_path.as_uri()) == claimed.owner
+        with pytest.raises(ls.CheckpointInUseError):
+            ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
+    finally:
+        claimed.release()
+    assert ls.read_lease(fs, tmp_path.as_uri()) is None
+
+
 def test_the_same_process_holds_one_lease_per_checkpoint(tmp_path: Path) -> None:
     fs = FileSystem(tmp_path.as_uri())
     first = ls.Lease.acquire(fs, tmp_path.as_uri(), "a")
