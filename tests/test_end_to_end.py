@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,21 +64,7 @@ def test_show_jobs_lists_a_streaming_insert_and_stop_job_stops_it_after_a_commit
     spark, hms: MetastoreClient, tmp_path: Path
 ) -> None:
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
-    spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
-    spark.sql(f"""
-        CREATE TABLE e2e.watched_src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH (
-          'connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'parquet',
-          'source.monitor-interval' = '1 s'
-        )""")
-    spark.sql(f"""
-        CREATE TABLE e2e.watched (id BIGINT, user_id STRING, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
-        WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "sink").as_uri()}', 'format' = 'parquet')""")
-
-    [row] = spark.sql("""
-        INSERT INTO e2e.watched
-        SELECT id, user_id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.watched_src""").collect()
+    row = _start_watching_insert(spark, tmp_path, "watched")
     wait_for(lambda: len(hms.get_partition_names("e2e", "watched")) == 2, 180, what="both hours committed")
     [job] = [r for r in spark.sql("SHOW JOBS").collect() if r.job_id == row.job_id]
     assert (job.job_name, job.status) == (row.job_name, "RUNNING")
@@ -98,20 +85,7 @@ def test_a_streaming_file_source_reads_a_new_file_however_old_its_modification_t
     """Flink's source reads every new file; Spark's skips one a week older than the newest it has seen
     (``maxFileAge``), as a copy that keeps its times (``cp -p``, ``distcp -p``) would be."""
     next_id = write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
-    spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
-    spark.sql(f"""
-        CREATE TABLE e2e.aged_src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH (
-          'connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'parquet',
-          'source.monitor-interval' = '1 s'
-        )""")
-    spark.sql(f"""
-        CREATE TABLE e2e.aged (id BIGINT, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
-        WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "sink").as_uri()}', 'format' = 'parquet')""")
-    [row] = spark.sql("""
-        INSERT INTO e2e.aged SELECT id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.aged_src
-        """).collect()
+    row = _start_watching_insert(spark, tmp_path, "aged")
     try:
         wait_for(lambda: len(hms.get_partition_names("e2e", "aged")) == 2, 180, what="the first two hours")
         write_hourly_events(
@@ -128,3 +102,23 @@ def test_a_streaming_file_source_reads_a_new_file_however_old_its_modification_t
         running = running_insert(row.job_id)
         assert running is not None
         running.query.stop()
+
+
+def _start_watching_insert(spark: Any, tmp_path: Path, name: str) -> Any:
+    """A streaming insert from ``e2e.<name>_src`` (``tmp_path/input``, new files looked for every second)
+    into ``e2e.<name>`` (``tmp_path/sink``, by hour); the row that INSERT returned."""
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    spark.sql("CREATE DATABASE IF NOT EXISTS e2e")
+    spark.sql(f"""
+        CREATE TABLE e2e.{name}_src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH (
+          'connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'parquet',
+          'source.monitor-interval' = '1 s'
+        )""")
+    spark.sql(f"""
+        CREATE TABLE e2e.{name} (id BIGINT, user_id STRING, dt STRING, `hr` STRING) PARTITIONED BY (dt, `hr`)
+        WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "sink").as_uri()}', 'format' = 'parquet')""")
+    [row] = spark.sql(f"""
+        INSERT INTO e2e.{name}
+        SELECT id, user_id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM e2e.{name}_src""").collect()
+    return row

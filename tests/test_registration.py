@@ -53,11 +53,13 @@ def test_add_partitions_tells_which_it_added_when_some_existed(hms: MetastoreCli
     assert hms.add_partitions("reg_db", "added", partitions, need_result=True) == []
 
 
-def test_a_backfill_registers_every_partition_with_exact_statistics(hms: MetastoreClient, tmp_path: Path) -> None:
+def test_a_backfill_registers_every_partition_with_exact_statistics_in_batched_calls(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     hms.create_database("reg_db", if_not_exists=True)
     root = tmp_path / "tree"
     expected = {}
-    for hour in range(60):
+    for hour in range(250):
         directory = root / "dt=2026-11-22" / f"hr={hour:02d}"
         directory.mkdir(parents=True)
         for index in range(hour % 3 + 1):
@@ -71,14 +73,22 @@ def test_a_backfill_registers_every_partition_with_exact_statistics(hms: Metasto
         )
     table = _table("backfill", root)
     Catalog(hms).create_table(table)
+    calls: list[str] = []
+    call = MetastoreClient.call
+    monkeypatch.setattr(
+        MetastoreClient, "call", lambda self, name, *a, **k: calls.append(name) or call(self, name, *a, **k)
+    )
     committer = BatchCommitter(SinkSettings.from_table(table), "backfill", (tmp_path / "state").as_uri(), hms.uri)
     try:
         committer.trigger.add(((name, name.replace("dt=", "").split("/hr=")) for name in expected), now_ms=0)
         committer.end_of_input()
     finally:
         committer.close()
+    monkeypatch.undo()
+    assert calls.count("add_partitions_req") == -(-len(expected) // PARTITION_BATCH), calls
+    assert len(calls) < 10, f"not a call per partition: {calls}"
     stored = hms.get_partitions_by_names("reg_db", "backfill", list(expected))
-    assert len(stored) == 60
+    assert len(stored) == 250
     for partition in stored:
         name = f"dt={partition.values[0]}/hr={partition.values[1]}"
         params = partition.parameters
