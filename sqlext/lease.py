@@ -133,6 +133,7 @@ class Lease:
     _alive: Callable[[], bool] | None = None
     _claimed_at: float = 0.0
     _confirmed: bool = False
+    _made_checkpoint: bool = False
 
     @classmethod
     def acquire(cls, fs: FileSystem, checkpoint: str, pipeline: str) -> Lease:
@@ -160,8 +161,9 @@ class Lease:
                 log.warning("%s: taking over the lease of %s, which is gone", checkpoint, current.describe())
         now = _now_ms()
         owner = LeaseOwner(socket.gethostname(), os.getpid(), uuid.uuid4().hex, pipeline, now, now)
+        made_checkpoint = not fs.exists(checkpoint)
         fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
-        lease = cls(checkpoint, owner, fs, _claimed_at=time.monotonic())
+        lease = cls(checkpoint, owner, fs, _claimed_at=time.monotonic(), _made_checkpoint=made_checkpoint)
         with _HELD_LOCK:
             _HELD[owner.token] = lease
         return lease
@@ -215,9 +217,18 @@ class Lease:
             try:
                 current = read_lease(self.fs, self.checkpoint)
                 if current is not None and current.token == self.owner.token:
-                    self.fs.delete_file(lease_uri(self.checkpoint))
+                    if self._made_checkpoint and not self._confirmed and self._holds_only_the_lease():
+                        # A claim given up (the insert failed before it wrote anything) leaves no empty
+                        # checkpoint behind.
+                        self.fs.delete_dir(self.checkpoint)
+                    else:
+                        self.fs.delete_file(lease_uri(self.checkpoint))
             except Exception as exc:  # a stale lease is taken over anyway
                 log.warning("%s: could not remove the lease: %s", self.checkpoint, exc)
+
+    def _holds_only_the_lease(self) -> bool:
+        listed = [status.relative for status in self.fs.list_files(self.checkpoint)]
+        return listed == [f"{STATE_DIR}/{LEASE_FILE}"] and self.fs.list_dirs(self.checkpoint) == [STATE_DIR]
 
     def keep_while(self, alive: Callable[[], bool], on_lost: Callable[[], None]) -> None:
         """Renew the lease in a daemon thread while ``alive()`` (checked every second), then release it.

@@ -213,6 +213,16 @@ def test_a_claim_whose_racing_writer_wrote_last_is_refused_at_confirmation(tmp_p
     assert ls.read_lease(fs, tmp_path.as_uri()).token == "the-racer"  # type: ignore[union-attr]
 
 
+def test_a_claim_given_up_leaves_no_checkpoint_it_created(tmp_path: Path) -> None:
+    fresh, existing = tmp_path / "fresh", tmp_path / "existing"
+    (existing / "offsets").mkdir(parents=True)
+    for location in (fresh, existing):
+        ls.Lease.claim(FileSystem(location.as_uri()), location.as_uri(), "a").release()
+    assert not fresh.exists()
+    assert sorted(p.name for p in existing.iterdir()) == ["offsets", "sqlext"]
+    assert not (existing / "sqlext" / "lease.json").exists()
+
+
 def test_a_claim_confirmed_holds_the_lease(tmp_path: Path) -> None:
     fs = FileSystem(tmp_path.as_uri())
     claimed = ls.Lease.claim(fs, tmp_path.as_uri(), "a")

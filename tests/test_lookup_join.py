@@ -223,6 +223,9 @@ def test_bad_uses_fail_naming_what_is_allowed(spark: Any, hms: MetastoreClient, 
         spark.sql("SET 'execution.runtime-mode' = 'streaming'")
     assert not any(query.name == "lookup_bad" for query in spark.streams.active)
     assert _joined(tables["enriched"]) == {}
+    assert not (tables["orders"].parent / "checkpoints" / "lookup_bad").exists(), (
+        "a refused insert leaves no checkpoint"
+    )
 
 
 def test_a_csv_table_with_a_typed_partition_key_loads_its_newest_partition(
