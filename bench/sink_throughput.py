@@ -2,12 +2,15 @@
 (c) a sqlext insert with partition-time commit and metastore,success-file policies.
 
     python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3] [--tasks N]
+        [--format parquet|orc|csv|json] [--mode streaming|batch]
 
-Prints a table and writes bench/results/sink_throughput.json (``sink_throughput_tasks<N>.json`` with
-``--tasks``). Each variant runs ``--repeats`` times, interleaved in a rotating order (a b c, b c a, c a b,
-...), after one small warm-up of each; medians are reported. ``--tasks N`` spreads the input's rows over N
-writing tasks (``repartition(N)``, round robin, the same in every variant), so that each task writes into
-every partition: N small files per partition per batch.
+Prints a table and writes bench/results/sink_throughput.json (``sink_throughput_csv_batch.json``,
+``sink_throughput_tasks<N>.json``: named by what differs from the default). The input is parquet; every
+variant writes the ``--format`` (Spark's own csv and json writers in (a), sqlext's forms in (c)). Each
+variant runs ``--repeats`` times, interleaved in a rotating order (a b c, b c a, c a b, ...), after one
+small warm-up of each; medians are reported. ``--tasks N`` spreads the input's rows over N writing tasks
+(``repartition(N)``, round robin, the same in every variant), so that each task writes into every
+partition: N small files per partition per batch.
 """
 
 from __future__ import annotations
@@ -109,9 +112,11 @@ def spark_file_sink(
 
 def spark_file_sink_then_msck(spark: Any, input_dir: Path, work: Path, name: str, workload: Workload) -> None:
     spark_file_sink(spark, input_dir, work, workload=workload)
+    # csv and json as text files: MSCK REPAIR only lists the partition directories, nothing reads the rows.
+    storage = workload.fmt.upper() if workload.fmt in ("parquet", "orc") else "TEXTFILE"
     spark.sql(
         f"CREATE TABLE bench.{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP) "
-        f"PARTITIONED BY (dt STRING, hr STRING) STORED AS {workload.fmt.upper()} "
+        f"PARTITIONED BY (dt STRING, hr STRING) STORED AS {storage} "
         f"LOCATION '{(work / 'table').as_uri()}'"
     )
     spark.sql(f"MSCK REPAIR TABLE bench.{name}")
@@ -176,7 +181,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=None, help="writing tasks, each into every partition")
-    parser.add_argument("--format", default="parquet", choices=("parquet", "orc"))
+    parser.add_argument("--format", default="parquet", choices=("parquet", "orc", "csv", "json"))
     parser.add_argument("--mode", default="streaming", choices=("streaming", "batch"))
     args = parser.parse_args()
     workload = Workload(args.format, args.mode, args.tasks)
