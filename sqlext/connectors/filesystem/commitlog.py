@@ -138,17 +138,12 @@ class CommitLog:
         return join(self.root, query, f"{batch:020d}.{state}")
 
     def get(self, query: str, batch: int) -> LogEntry | None:
-        """The most advanced state recorded for a batch, or None.
-
-        A reader may race the writer: :meth:`write` records the next state before it deletes the earlier
-        one, so a state file can vanish between two looks, and a second look finds the state that
-        replaced it."""
-        for _ in range(2):
-            for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
-                try:
-                    return LogEntry.from_json(self.fs.read_json(self._file(query, batch, state)))
-                except FileNotFoundError:
-                    continue
+        """The most advanced state recorded for a batch, or None."""
+        for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
+            try:
+                return LogEntry.from_json(self.fs.read_json(self._file(query, batch, state)))
+            except FileNotFoundError:
+                continue
         return None
 
     def write(self, entry: LogEntry) -> None:
@@ -196,11 +191,15 @@ class CommitLog:
 
     def _read_listed(self, query: str, batch: int, uri: str) -> LogEntry | None:
         """The entry in the state file ``uri`` found by a listing; if that file is gone since (the batch
-        moved on to its next state, or was expired), the batch's state now."""
+        moved on to its next state, or was expired), the batch's state now.
+
+        The writer records the next state before it deletes the earlier one, so a state can still vanish
+        between two looks of :meth:`get`; a second :meth:`get` finds the state that replaced it. Only a
+        reader racing the writer needs it: the writer's own :meth:`get` of a new batch looks once."""
         try:
             return LogEntry.from_json(self.fs.read_json(uri))
         except FileNotFoundError:
-            return self.get(query, batch)
+            return self.get(query, batch) or self.get(query, batch)
 
     def last_batch(self, query: str) -> int | None:
         """The highest batch of ``query`` the log has any state of."""
