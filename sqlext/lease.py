@@ -174,13 +174,11 @@ class Lease:
         if self._confirmed:
             return
         time.sleep(max(0.0, self._claimed_at + LEASE_SETTLE_S - time.monotonic()))
-        winner = read_lease(self.fs, self.checkpoint)
-        if winner is None or winner.token != self.owner.token:
-            self._stop.set()
-            self.released = True
-            with _HELD_LOCK:
-                _HELD.pop(self.owner.token, None)
-            raise _in_use(self.checkpoint, winner or self.owner)
+        try:
+            _raise_unless_won(self.fs, self.checkpoint, self.owner)
+        except CheckpointInUseError:
+            self.release()  # the lease file is the winner's (or gone): release leaves it alone
+            raise
         self._confirmed = True
 
     def holder_alive(self) -> bool:
@@ -264,6 +262,11 @@ def _take(fs: FileSystem, checkpoint: str, owner: LeaseOwner) -> None:
     """Write ``owner`` as the lease, wait, read it back: raise if a racing writer's write came last."""
     fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
     time.sleep(LEASE_SETTLE_S)
+    _raise_unless_won(fs, checkpoint, owner)
+
+
+def _raise_unless_won(fs: FileSystem, checkpoint: str, owner: LeaseOwner) -> None:
+    """Read the lease back: raise :class:`CheckpointInUseError` if a racing writer's write came last."""
     winner = read_lease(fs, checkpoint)
     if winner is None or winner.token != owner.token:
         raise _in_use(checkpoint, winner or owner)
