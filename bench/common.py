@@ -18,8 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sqlext.metastore import launcher
-from sqlext.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.paths import packaged_conf_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import median, metastore, print_table, scratch_dir, timed, write_result
-from sqlext.catalog import Catalog
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.compaction import compact_table
 from sqlext.connectors.filesystem.files import data_files
 from sqlext.connectors.filesystem.policies import MetastorePolicy, PartitionCommitContext
-from sqlext.fs import FileSystem
-from sqlext.metastore.client import MetastoreClient
+from sqlext.io.fs import FileSystem
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 START = datetime(2026, 11, 22)

@@ -213,7 +213,7 @@ def run_round(
 def profile_sqlext(home: Path, source: Path, fmt: str, hms_uri: str, rows: int, hours: int) -> dict[str, Any]:
     """One streaming sqlext run in this process under cProfile, with Spark's event log: the top
     functions by cumulative time and each Spark stage's seconds."""
-    from sqlext.runner import run_file
+    from sqlext.spark.runner import run_file
 
     work = home / f"profile-{fmt}"
     events = work / "events"

@@ -32,7 +32,7 @@ from typing import Any
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
 from sqlext.connectors.filesystem.sink import running_insert
-from sqlext.session import extend
+from sqlext.spark.session import extend
 
 START = datetime(2026, 11, 22)
 PARTITIONS = 3

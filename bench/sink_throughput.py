@@ -34,9 +34,9 @@ from bench.common import (
     write_events,
     write_result,
 )
-from sqlext.catalog import Catalog
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
-from sqlext.metastore.client import MetastoreClient
 from sqlext.sink import InsertPlan
 from sqlext.table import Column, TableDefinition, TableIdentifier
 

@@ -32,11 +32,11 @@ import pyarrow.parquet as pq
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, write_result
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert, spark_file_sink
-from sqlext.catalog import Catalog
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.connectors.filesystem.committer import BatchCommitter
-from sqlext.fs import FileSystem
-from sqlext.metastore.client import MetastoreClient
+from sqlext.io.fs import FileSystem
 
 START = datetime(2026, 11, 22)
 DELAY = timedelta(hours=1)

@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.common import median, metastore, print_table, scratch_dir, write_result
-from sqlext.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.paths import packaged_conf_dir
-from sqlext.session import spark_session
+from sqlext.spark.session import spark_session
 
 DAY = "2026-11-22"
 WARM_UP_HOUR = 23

@@ -10,7 +10,7 @@ from sqlext.errors import SqlextError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from sqlext.session import SqlextSession
+    from sqlext.spark.session import SqlextSession
 
 __all__ = ["SqlextError", "extend", "register", "spark_session"]
 __version__ = "0.1.0"
@@ -18,20 +18,20 @@ __version__ = "0.1.0"
 
 def extend(spark: SparkSession) -> SqlextSession:
     """Make ``spark.sql`` understand sqlext statements (idempotent)."""
-    from sqlext.session import extend as _extend
+    from sqlext.spark.session import extend as _extend
 
     return _extend(spark)
 
 
 def spark_session(app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None) -> Any:
     """A Spark session with Hive support on sqlext's metastore, already extended."""
-    from sqlext.session import spark_session as _spark_session
+    from sqlext.spark.session import spark_session as _spark_session
 
     return _spark_session(app_name, master, conf)
 
 
 def register(spark: Any) -> None:
     """Register ``format("sqlext")`` (the Python data source) on a Spark session; idempotent."""
-    from sqlext.datasource import register as _register
+    from sqlext.spark.datasource import register as _register
 
     _register(spark)

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlext.catalog.metastore.client import RetryPolicy
+from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.errors import ConfigError
-from sqlext.metastore.client import RetryPolicy
-from sqlext.metastore.launcher import Backend, MetastoreSettings
 from sqlext.options import parse_duration
 from sqlext.paths import default_home, packaged_conf_dir
 

@@ -27,7 +27,7 @@ class InsertPlan:
     trigger_interval: str | None = None
     available_now: bool = False
     #: Turns each micro-batch of the streamed rows into the rows to write (a lookup join's per-batch query,
-    #: see :mod:`sqlext.lookup_join`); only for sinks whose ``runs_batch_rows`` is true.
+    #: see :mod:`sqlext.jobs.lookup_join`); only for sinks whose ``runs_batch_rows`` is true.
     batch_rows: Callable[[DataFrame], DataFrame] | None = None
 
 

@@ -2,7 +2,7 @@
 
 The parser builds it, the catalog stores it in (and rebuilds it from) the HMS, connector factories
 build sources and sinks from it. Column types are kept as Flink type text (``TIMESTAMP(3)``,
-``ROW<a INT, b STRING>``); :mod:`sqlext.types` maps them to Spark and Hive types.
+``ROW<a INT, b STRING>``); :mod:`sqlext.sql.types` maps them to Spark and Hive types.
 """
 
 from __future__ import annotations

@@ -324,7 +324,7 @@ def _uniform(salt: int, part: int = 0) -> SparkColumn:
 def _field_value(spec: FieldSpec, salt: int) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     value = _sequence_value(spec) if spec.is_sequence else _random_value(spec, salt)
     null_rate = spec.value("null-rate", RATE, 0.0)
@@ -400,8 +400,8 @@ def _random_text(spec: FieldSpec, salt: int) -> SparkColumn:
 
 def _pregenerated(spark: SparkSession, table: TableDefinition, rows: DataFrame, rows_per_second: int) -> str:
     """Write a bounded table's rows once (files of ``rows_per_second`` rows) and return where they are."""
-    from sqlext.fs import FileSystem, join
-    from sqlext.insert import checkpoint_root
+    from sqlext.io.fs import FileSystem, join
+    from sqlext.jobs.insert import checkpoint_root
 
     definition = json.dumps(
         [str(table.identifier), [(c.name, c.type) for c in table.physical_columns], sorted(table.options.items())]

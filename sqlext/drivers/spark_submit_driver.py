@@ -9,7 +9,7 @@ example ``--conf spark.sqlext.session.execution.runtime-mode=batch``), applied b
 ``SET`` lines.
 """
 
-from sqlext.runner import submit_main
+from sqlext.spark.runner import submit_main
 
 if __name__ == "__main__":
     submit_main()

@@ -7,7 +7,7 @@ Flink's ``SHOW JOBS`` and ``STOP JOB '<id>'`` from here. A job is listed from th
 returns until the gateway stops, with Flink's states: RUNNING (also while a bounded insert commits its
 last partitions), FINISHED (a bounded insert that read all its input and committed it), FAILED,
 CANCELED (stopped with ``STOP JOB``). Each row also shows the job's checkpoint and whose it is (see
-:mod:`sqlext.checkpoint`): what runs again when the same insert is started again.
+:mod:`sqlext.jobs.checkpoint`): what runs again when the same insert is started again.
 
 Each job records its owner, the user whose session started it. ``SHOW JOBS`` lists, and ``STOP JOB``
 stops, the user's own jobs; users in ``spark.sqlext.gateway.admins`` see and stop all. Another user's
@@ -28,7 +28,7 @@ from TCLIService import ttypes
 
 from sqlext.errors import SqlextError
 from sqlext.gateway.results import ResultColumn, ResultSet
-from sqlext.parser import ShowJobs, StopJob, parse_statement
+from sqlext.sql.parser import ShowJobs, StopJob, parse_statement
 
 if TYPE_CHECKING:
     from sqlext.connectors.filesystem.sink import RunningInsert
@@ -125,7 +125,7 @@ class JobRegistry:
         return [job for job in jobs if job.owner == user]
 
     def show(self, user: str | None = None) -> ResultSet:
-        from sqlext.checkpoint import started_checkpoint
+        from sqlext.jobs.checkpoint import started_checkpoint
 
         rows = []
         for job in self.jobs(user):

@@ -135,7 +135,7 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     from sqlext.config import SqlextConfig
     from sqlext.gateway.auth import load_authenticator
     from sqlext.gateway.throttle import LoginThrottle
-    from sqlext.session import spark_session
+    from sqlext.spark.session import spark_session
 
     config = SqlextConfig.load(conf)
     security = GatewaySecurity.of(config.values)

@@ -26,7 +26,7 @@ from sqlext.frames import StatementResult
 from sqlext.gateway.jobs import JobRegistry
 from sqlext.gateway.operations import InvalidHandleError, Operation, new_handle
 from sqlext.gateway.results import ResultSet
-from sqlext.session import SqlextSession, extend
+from sqlext.spark.session import SqlextSession, extend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -215,7 +215,7 @@ def expected_rows(fmt: str) -> list[tuple[Any, ...]]:
 
 def spark_schema(fmt: str) -> str:
     """The Spark DDL schema of the matrix's columns for ``fmt`` (to build :data:`ROWS` as a DataFrame)."""
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     return ", ".join(f"`{name}` {spark_type(type_)}" for name, type_ in columns_for(fmt))
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.paths import packaged_conf_dir
-from sqlext.session import extend
+from sqlext.spark.session import extend
 
 PIPELINE = "crash_reader"
 

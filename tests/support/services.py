@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from sqlext.metastore import launcher
-from sqlext.metastore.client import MetastoreClient
-from sqlext.metastore.launcher import Backend, MetastoreSettings
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from tests.support.local_spark import local_session
 from tests.support.waiting import free_port, wait_for
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
-from sqlext.fs import backend_name
+from sqlext.io.fs import backend_name
 from sqlext.sink import InsertPlan
 from tests.support.local_spark import local_session
 from tests.support.streams import hourly_event_stream

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlext.catalog import Catalog
-from sqlext.metastore.client import MetastoreClient
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 

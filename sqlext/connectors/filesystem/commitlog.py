@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlext.fs import FileSystem, join
+from sqlext.io.fs import FileSystem, join
 
 LOG_DIR = "_sqlext/log"
 STAGING_DIR = "_sqlext/staging"

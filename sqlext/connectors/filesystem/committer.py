@@ -43,6 +43,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlext.catalog.formats import ltz_columns, prepare_write
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.compaction import Compactor
 from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
@@ -52,9 +54,7 @@ from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkS
 from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
-from sqlext.formats import ltz_columns, prepare_write
-from sqlext.fs import FileSystem, join
-from sqlext.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.io.fs import FileSystem, join
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -312,7 +312,7 @@ class BatchCommitter:
             )
         elif keys and self.settings.shuffle_by_partition:
             writer_input = writer_input.repartition(*keys)
-        # Each format in the form every reader of the table's HMS descriptor reads (sqlext.formats).
+        # Each format in the form every reader of the table's HMS descriptor reads (sqlext.catalog.formats).
         ltz = ltz_columns([(c.name, c.type) for c in self.settings.table.physical_columns])
         frame, spark_format, options = prepare_write(
             self.settings.format, self.settings.format_options, writer_input, keys, ltz

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
@@ -50,8 +51,7 @@ from sqlext.connectors.filesystem.files import count_all_rows, data_files, total
 from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
 from sqlext.errors import CommitError, PolicyError, ValidationError
 from sqlext.faults import fault_point
-from sqlext.fs import FileStatus, FileSystem, join, normalize
-from sqlext.metastore.client import MetastoreClient
+from sqlext.io.fs import FileStatus, FileSystem, join, normalize
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.table import TableDefinition
 

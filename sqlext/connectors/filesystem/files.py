@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 
-from sqlext.fs import FileStatus, FileSystem
+from sqlext.io.fs import FileStatus, FileSystem
 
 log = logging.getLogger("sqlext.commit")
 

@@ -3,7 +3,7 @@
 
 ``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver in one Python process that Spark keeps
 for the query (they may keep a metastore connection and the time of the last poll); ``read`` runs on the
-executors, one task per file, and reads it with pyarrow through :mod:`sqlext.arrowfs` (the session's
+executors, one task per file, and reads it with pyarrow through :mod:`sqlext.io.arrowfs` (the session's
 ``spark.hadoop.*`` keys travel in the source's options).
 
 Progress: ``reportLatestOffset`` gives Spark what the newest poll saw in the metastore (shown as the source's
@@ -118,7 +118,7 @@ class CommittedPartitionReader(DataSourceStreamReader):
 
     def _metastore(self) -> Any:
         if self._client is None:
-            from sqlext.metastore.client import MetastoreClient
+            from sqlext.catalog.metastore.client import MetastoreClient
 
             self._client = MetastoreClient(self.spec.metastore_uris)
         return self._client
@@ -130,7 +130,7 @@ def read_file(spec: ss.SourceSpec, schema: Any, uri: str, values: tuple[str, ...
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from sqlext import arrowfs
+    from sqlext.io import arrowfs
 
     arrowfs.configure(spec.hadoop)
     target = to_arrow_schema(schema, timezone="UTC")  # Spark takes tz-aware Arrow timestamps as instants

@@ -25,11 +25,11 @@ from typing import Any
 
 from hmsclient.genthrift.hive_metastore import ttypes
 
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
-from sqlext.fs import FileStatus, FileSystem
+from sqlext.io.fs import FileStatus, FileSystem
 from sqlext.loading import load_class
-from sqlext.metastore.client import MetastoreClient
 from sqlext.table import TableDefinition
 
 log = logging.getLogger(__name__)

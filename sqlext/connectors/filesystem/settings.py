@@ -9,7 +9,7 @@ from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, create_extractor
 from sqlext.connectors.filesystem.policies import PartitionCommitPolicy, create_policies
 from sqlext.errors import ValidationError
-from sqlext.fs import normalize
+from sqlext.io.fs import normalize
 from sqlext.options import Options
 from sqlext.table import TableDefinition
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, read_batch_info
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
-from sqlext.fs import FileSystem, join
+from sqlext.io.fs import FileSystem, join
 from sqlext.sink import InsertPlan, TableSink
 from sqlext.table import TableDefinition
 

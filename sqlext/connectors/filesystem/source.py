@@ -15,7 +15,7 @@ As a source:
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
   Spark's hidden ``_metadata`` column;
 - csv is read as text and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
-  :class:`sqlext.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
+  :class:`sqlext.catalog.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
   breaks inside quotes: with a quote character a file is read whole, as Flink reads it); json options
   lose their prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sqlext.catalog.formats import unescape_field_delimiter
 from sqlext.connectors.filesystem import options as fso
-from sqlext.formats import unescape_field_delimiter
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
@@ -130,14 +130,14 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
 def _read_csv_text(
     spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
 ) -> DataFrame:
-    """csv files parsed in the form sqlext writes (:class:`sqlext.formats.CsvTextForm`). With a quote
+    """csv files parsed in the form sqlext writes (:class:`sqlext.catalog.formats.CsvTextForm`). With a quote
     character (the default) a file is read whole and split into records, as a quoted field may hold line
     breaks (Flink's csv quotes such values; Flink reads a csv file in one piece too); without one, line by
     line. Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv
     reader does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
-    from sqlext.formats import CsvTextForm
+    from sqlext.catalog.formats import CsvTextForm
 
     form = CsvTextForm.from_options(options.with_prefix("csv."))
     path = options.require(fso.PATH)
@@ -178,7 +178,7 @@ def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str
     ``_`` dir counts only with a ``=`` in its name and a ``.`` dir never. ``spark`` is unused: kept for
     the callers' signature.
     """
-    from sqlext.fs import FileSystem, join
+    from sqlext.io.fs import FileSystem, join
 
     names = {c.name.lower() for c in table.physical_columns}
     fs = FileSystem(path)
@@ -194,7 +194,7 @@ def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str
 
 
 def _spark_type(flink_type: str) -> str:
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     return spark_type(flink_type)
 

@@ -375,7 +375,7 @@ def _check_order(start: Mapping[str, Any], settings: StreamingSourceSettings) ->
         raise OptionError(
             f"The checkpoint of this streaming read was taken with 'streaming-source.partition-order' = "
             f"'{start.get('order')}'; the table now says '{settings.order}'. Set it back, or start the query "
-            "afresh (SET 'sqlext.insert.start' = 'fresh').",
+            "afresh (SET 'sqlext.jobs.insert.start' = 'fresh').",
             option=fso.STREAMING_SOURCE_PARTITION_ORDER.key,
             value=settings.order,
         )
@@ -476,7 +476,7 @@ class SourceSpec:
 
     def schema_ddl(self) -> str:
         """The source's Spark schema: data columns, then partition keys as strings."""
-        from sqlext.types import spark_type
+        from sqlext.sql.types import spark_type
 
         data = [f"`{name}` {spark_type(kind)}" for name, kind in self.data_columns]
         return ", ".join([*data, *(f"`{key}` string" for key in self.partition_keys)])
@@ -507,7 +507,7 @@ def _output_columns(table: TableDefinition) -> list[Any]:
     name as NULL (as the batch read does)."""
     from pyspark.sql import functions as F
 
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     keys = {key.lower() for key in table.partition_keys}
     nulls = {Options(table.options).get(fso.PARTITION_DEFAULT_NAME), fso.HIVE_DEFAULT_PARTITION}
@@ -521,7 +521,7 @@ def _output_columns(table: TableDefinition) -> list[Any]:
 
 
 def _hadoop_conf(spark: Any) -> dict[str, str]:
-    from sqlext import arrowfs
+    from sqlext.io import arrowfs
 
     try:
         conf = dict(spark.conf.getAll)
@@ -549,7 +549,7 @@ def register(spark: Any) -> None:
 
 def list_partition_files(partition: PartitionSnapshot, success_file: str) -> list[str]:
     """The data files in a partition's directory, by name."""
-    from sqlext.fs import FileSystem
+    from sqlext.io.fs import FileSystem
 
     fs = FileSystem(partition.location)
     names = [status.relative for status in fs.list_files(partition.location, recursive=False)]
@@ -561,7 +561,7 @@ def compaction_merges(table_path: str, partition: PartitionSnapshot) -> dict[str
     the files it replaced (entries the log still keeps; see ``sink.commit-log.retained-batches``)."""
     from sqlext.connectors.filesystem.commitlog import CommitLog
     from sqlext.connectors.filesystem.compaction import COMPACTION_WRITER
-    from sqlext.fs import FileSystem, normalize
+    from sqlext.io.fs import FileSystem, normalize
 
     log_ = CommitLog(FileSystem(table_path), table_path)
     location = normalize(partition.location).rstrip("/")

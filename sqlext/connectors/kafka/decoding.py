@@ -8,7 +8,7 @@ and value formats (json, csv, raw) and the metadata columns, as Flink's Kafka co
 - json: Spark's ``from_json`` with the table's ``json.*`` options in Spark's names; a malformed value fails
   the batch naming the value, unless ``json.ignore-parse-errors`` (then the record is skipped, as in Flink);
   timestamps in Flink's default ``SQL`` form unless ``json.timestamp-format.standard`` says ``ISO-8601``.
-- csv: the form sqlext's filesystem source reads (:class:`sqlext.formats.CsvTextForm`); one record one line.
+- csv: the form sqlext's filesystem source reads (:class:`sqlext.catalog.formats.CsvTextForm`); one record one line.
 - raw: the single column the format holds, STRING (``raw.charset``, default UTF-8) or BYTES.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlext.catalog.formats import CsvTextForm
 from sqlext.connectors.kafka import options as ko
-from sqlext.formats import CsvTextForm
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
@@ -105,7 +105,7 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
 def _output(column: Column, decoded: Mapping[str, SparkColumn]) -> SparkColumn:
     from pyspark.sql import functions as F
 
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     value = metadata_value(column.metadata_key) if column.metadata_key else decoded.get(column.name, F.lit(None))
     return value.cast(spark_type(column.type)).alias(column.name)
@@ -131,7 +131,7 @@ def _decode(
     """(output column name -> value, conditions a record must meet to be kept) for one format."""
     from pyspark.sql import functions as F
 
-    from sqlext.types import spark_type
+    from sqlext.sql.types import spark_type
 
     typed = [(field, column.name, spark_type(column.type)) for field, column in names]
     if fmt == "raw":

@@ -16,11 +16,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from sqlext.catalog.formats import CsvTextForm, check_columns
 from sqlext.connectors.kafka import options as ko
 from sqlext.connectors.kafka.client import ReadSettings, client_properties, timeout_of
 from sqlext.connectors.kafka.decoding import METADATA, Projection, decode
 from sqlext.errors import OptionError, ValidationError
-from sqlext.formats import CsvTextForm, check_columns
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SourceContext
 from sqlext.table import TableDefinition

@@ -1,0 +1,335 @@
+"""The HMS-backed catalog: sqlext table definitions stored as HMS tables, and rebuilt from them.
+
+A table is an ``EXTERNAL_TABLE`` at its ``path``, with the SerDe and input/output formats of its
+``format``, its physical non-partition columns as columns and its partition keys as partition keys
+(Hive types), so Spark SQL, Spark's Thrift server and every HMS client read it natively. What only
+Flink DDL has — the full column list with Flink types, computed and metadata columns, the watermark,
+the primary key, the WITH options — is kept in the table parameters (``sqlext.*``; each option as
+``sqlext.option.<key>``), enough to rebuild the exact definition in a later session. ``sqlext.table-id``
+tells a table from an earlier one of the same name (see :mod:`sqlext.jobs.checkpoint`).
+
+Temporary tables live in the catalog object only, shadow HMS tables and never reach the HMS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from datetime import timedelta
+from typing import Any
+
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from sqlext.catalog.formats import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.errors import TableExistsError, TableNotFoundError, ValidationError
+from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
+
+PARAM_PREFIX = "sqlext."
+#: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
+TABLE_ID = f"{PARAM_PREFIX}table-id"
+OPTION_PREFIX = "sqlext.option."
+FORMAT_VERSION = "1"
+
+#: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
+GENERIC_STORAGE = HiveStorage(
+    LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"field.delim": ",", "serialization.format": ","}
+)
+#: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
+SPARK_PROVIDER_FORMATS = ("json",)
+
+
+class Catalog:
+    """sqlext tables in a Hive Metastore (plus this session's temporary tables)."""
+
+    def __init__(self, client: MetastoreClient) -> None:
+        self.client = client
+        self.temporary: dict[TableIdentifier, TableDefinition] = {}
+
+    @property
+    def metastore_uri(self) -> str:
+        return self.client.uri
+
+    # -- databases -------------------------------------------------------------------------------
+
+    def create_database(
+        self,
+        name: str,
+        if_not_exists: bool = False,
+        location: str | None = None,
+        comment: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Create a database (``properties``: its HMS parameters, Flink's ``WITH``); False when it existed."""
+        database = ttypes.Database(
+            name=name, description=comment or "", locationUri=location, parameters=dict(properties or {})
+        )
+        try:
+            self.client.call("create_database", database)
+        except ttypes.AlreadyExistsException:
+            if if_not_exists:
+                return False
+            raise ValidationError(
+                f"Database '{name}' already exists (use CREATE DATABASE IF NOT EXISTS).", value=name
+            ) from None
+        return True
+
+    def list_databases(self) -> list[str]:
+        return sorted(self.client.get_all_databases())
+
+    def database_exists(self, name: str) -> bool:
+        return self.client.get_database(name) is not None
+
+    # -- tables ----------------------------------------------------------------------------------
+
+    def list_tables(self, database: str) -> list[str]:
+        names = set(self.client.get_all_tables(database))
+        names |= {ident.name for ident in self.temporary if ident.database == database}
+        return sorted(names)
+
+    def table_exists(self, ident: TableIdentifier) -> bool:
+        """True for a sqlext table (temporary or in the HMS); False for none or a plain Hive table."""
+        if ident in self.temporary:
+            return True
+        table = self.client.get_table(ident.database, ident.name)
+        return table is not None and is_sqlext_table(table)
+
+    def get_table(self, ident: TableIdentifier) -> TableDefinition:
+        if ident in self.temporary:
+            return self.temporary[ident]
+        table = self.client.get_table(ident.database, ident.name)
+        if table is None:
+            raise TableNotFoundError(f"Table {ident} does not exist.")
+        if not is_sqlext_table(table):
+            raise TableNotFoundError(
+                f"Table {ident} exists in the metastore but was not created by sqlext (no connector options); "
+                "query it with Spark SQL."
+            )
+        return from_hms(table)
+
+    def hms_table(self, ident: TableIdentifier) -> ttypes.Table:
+        table = self.client.get_table(ident.database, ident.name)
+        if table is None:
+            raise TableNotFoundError(f"Table {ident} does not exist in the metastore.")
+        return table
+
+    def create_table(self, table: TableDefinition, if_not_exists: bool = False) -> bool:
+        """Create the table; return False when it existed and ``if_not_exists`` was given.
+
+        Options are validated through the table's connector first, so a bad CREATE writes nothing.
+        """
+        from sqlext.registry import validate_table
+
+        table = self._with_default_path(table)
+        validate_table(table)
+        ident = table.identifier
+        exists = ident in self.temporary or self.client.get_table(ident.database, ident.name) is not None
+        if table.temporary:
+            if ident in self.temporary:
+                if if_not_exists:
+                    return False
+                raise TableExistsError(f"Temporary table {ident} already exists.")
+            self.temporary[ident] = table
+            return True
+        if exists:
+            if if_not_exists:
+                return False
+            raise TableExistsError(f"Table {ident} already exists (use CREATE TABLE IF NOT EXISTS).")
+        if not self.database_exists(ident.database):
+            raise ValidationError(
+                f"Database '{ident.database}' does not exist; CREATE DATABASE {ident.database} first."
+            )
+        hms_table = to_hms(table)
+        hms_table.parameters[TABLE_ID] = uuid.uuid4().hex  # a recreated table is a new table
+        self.client.create_table(hms_table)
+        return True
+
+    def table_id(self, ident: TableIdentifier) -> str:
+        """What tells this table from an earlier one of the same name (an insert's checkpoint records it):
+        the ``sqlext.table-id`` stored at CREATE; for a table created before sqlext stored one, its HMS
+        create time; for a temporary table, a hash of its definition (it is declared again each run)."""
+        if ident in self.temporary:
+            table = self.temporary[ident]
+            text = json.dumps([[asdict(c) for c in table.columns], sorted(table.options.items())])
+            return "temporary-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+        hms_table = self.hms_table(ident)
+        return (hms_table.parameters or {}).get(TABLE_ID) or f"created-{hms_table.createTime}"
+
+    def _with_default_path(self, table: TableDefinition) -> TableDefinition:
+        """Hive-dialect DDL without LOCATION: the table lives under its database's location."""
+        if not table.extra.get("path-from-database"):
+            return table
+        database = self.client.get_database(table.identifier.database)
+        if database is None or not database.locationUri:
+            return table  # validation names the missing option
+        path = f"{database.locationUri.rstrip('/')}/{table.identifier.name}"
+        return replace(table, options={**table.options, "path": path}, extra={})
+
+    def drop_table(self, ident: TableIdentifier, if_exists: bool = False, *, temporary: bool = False) -> bool:
+        """Drop a table (a temporary one first, as it shadows the HMS one); an external table's files stay.
+
+        ``temporary`` (``DROP TEMPORARY TABLE``) drops only a temporary table, as in Flink.
+        """
+        if self.temporary.pop(ident, None) is not None:
+            return True
+        if temporary or self.client.get_table(ident.database, ident.name) is None:
+            if if_exists:
+                return False
+            kind = "Temporary table" if temporary else "Table"
+            raise TableNotFoundError(f"{kind} {ident} does not exist.", value=str(ident))
+        return self.client.drop_table(ident.database, ident.name, delete_data=False)
+
+    def alter_table_options(
+        self, ident: TableIdentifier, set_options: Mapping[str, str], reset_keys: Sequence[str] = ()
+    ) -> TableDefinition:
+        """Set and reset WITH options (validated through the connector before anything is stored)."""
+        from sqlext.registry import validate_table
+
+        current = self.get_table(ident)
+        options = {**current.options, **set_options}
+        for key in reset_keys:
+            if key == "connector":
+                raise ValidationError("Option 'connector' cannot be reset.", option=key)
+            options.pop(key, None)
+        updated = replace(current, options=options)
+        validate_table(updated)
+        if ident in self.temporary:
+            self.temporary[ident] = updated
+        else:
+            self.client.alter_table(ident.database, ident.name, to_hms(updated, self.hms_table(ident)))
+        return updated
+
+
+def is_sqlext_table(table: ttypes.Table) -> bool:
+    return f"{OPTION_PREFIX}connector" in (table.parameters or {})
+
+
+def _storage(table: TableDefinition) -> HiveStorage:
+    """The descriptor of the table's format (see :mod:`sqlext.catalog.formats`); a plain text one without files."""
+    fmt = table.options.get("format", "")
+    if table.connector == "filesystem" and fmt in ("parquet", "orc", "csv", "json"):
+        prefix = f"{fmt}."
+        return hive_storage(fmt, {k[len(prefix) :]: v for k, v in table.options.items() if k.startswith(prefix)})
+    return GENERIC_STORAGE
+
+
+def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttypes.Table:
+    """The HMS table for a definition (``existing``: keep its create time, owner and other params)."""
+    from sqlext.sql.types import hive_type
+
+    storage_format = _storage(table)
+    columns = [ttypes.FieldSchema(c.name, hive_type(c.type), c.comment) for c in table.data_columns]
+    keys = [
+        ttypes.FieldSchema(k, hive_type(table.column(k).type), table.column(k).comment) for k in table.partition_keys
+    ]
+    location = table.options.get("path") if table.connector == "filesystem" else None
+    storage = ttypes.StorageDescriptor(
+        cols=columns,
+        location=location,
+        inputFormat=storage_format.input_format,
+        outputFormat=storage_format.output_format,
+        compressed=False,
+        numBuckets=-1,
+        serdeInfo=ttypes.SerDeInfo(
+            name=None,
+            serializationLib=storage_format.serde,
+            parameters={**storage_format.parameters, **_path_param(table)},
+        ),
+        bucketCols=[],
+        sortCols=[],
+        parameters={},
+    )
+    kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
+    parameters = {**kept, **definition_parameters(table)}
+    if existing and TABLE_ID in (existing.parameters or {}):
+        parameters[TABLE_ID] = existing.parameters[TABLE_ID]
+    return ttypes.Table(
+        tableName=table.identifier.name,
+        dbName=table.identifier.database,
+        owner=existing.owner if existing else None,
+        createTime=existing.createTime if existing else None,
+        sd=storage,
+        partitionKeys=keys,
+        parameters=parameters,
+        tableType="EXTERNAL_TABLE",
+    )
+
+
+def _path_param(table: TableDefinition) -> dict[str, str]:
+    if table.connector == "filesystem" and table.options.get("format") in SPARK_PROVIDER_FORMATS:
+        return {"path": table.options["path"]}  # where Spark's data source tables keep their location
+    return {}
+
+
+def definition_parameters(table: TableDefinition) -> dict[str, str]:
+    """The table parameters that hold what only the Flink definition has."""
+    params = {
+        "EXTERNAL": "TRUE",
+        f"{PARAM_PREFIX}version": FORMAT_VERSION,
+        f"{PARAM_PREFIX}schema": json.dumps([asdict(c) for c in table.columns]),
+        f"{PARAM_PREFIX}partition-keys": json.dumps(list(table.partition_keys)),
+        f"{PARAM_PREFIX}primary-key": json.dumps(list(table.primary_key)),
+    }
+    if table.comment:
+        params["comment"] = table.comment
+    if table.watermark is not None:
+        delay = table.watermark.delay
+        params[f"{PARAM_PREFIX}watermark"] = json.dumps(
+            {
+                "column": table.watermark.column,
+                "expression": table.watermark.expression,
+                "delay_ms": None if delay is None else int(delay.total_seconds() * 1000),
+            }
+        )
+    if table.connector != "filesystem":
+        params["is_generic"] = "true"  # as Flink's HiveCatalog marks tables Hive itself cannot read
+    elif table.options.get("format") in SPARK_PROVIDER_FORMATS:
+        params.update(spark_datasource_parameters(table))
+    for key, value in table.options.items():
+        params[f"{OPTION_PREFIX}{key}"] = value
+    return params
+
+
+def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
+    """The parameters by which Spark reads an HMS table as its own data source table."""
+    from sqlext.sql.types import spark_json_type
+
+    ordered = [*table.data_columns, *(table.column(k) for k in table.partition_keys)]
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": c.name, "type": spark_json_type(c.type), "nullable": True, "metadata": {}} for c in ordered
+        ],
+    }
+    params = {
+        "spark.sql.sources.provider": table.options["format"],
+        "spark.sql.sources.schema": json.dumps(schema),
+        "spark.sql.partitionProvider": "catalog",
+        "spark.sql.sources.schema.numPartCols": str(len(table.partition_keys)),
+    }
+    params.update({f"spark.sql.sources.schema.partCol.{i}": key for i, key in enumerate(table.partition_keys)})
+    return params
+
+
+def from_hms(table: ttypes.Table) -> TableDefinition:
+    """Rebuild the definition stored by :func:`to_hms`."""
+    params: dict[str, Any] = table.parameters or {}
+    columns = tuple(Column(**c) for c in json.loads(params[f"{PARAM_PREFIX}schema"]))
+    watermark = None
+    if f"{PARAM_PREFIX}watermark" in params:
+        data = json.loads(params[f"{PARAM_PREFIX}watermark"])
+        delay = None if data["delay_ms"] is None else timedelta(milliseconds=data["delay_ms"])
+        watermark = Watermark(data["column"], data["expression"], delay)
+    options = {k[len(OPTION_PREFIX) :]: v for k, v in params.items() if k.startswith(OPTION_PREFIX)}
+    return TableDefinition(
+        identifier=TableIdentifier(table.dbName.lower(), table.tableName.lower()),
+        columns=columns,
+        options=options,
+        partition_keys=tuple(json.loads(params.get(f"{PARAM_PREFIX}partition-keys", "[]"))),
+        watermark=watermark,
+        primary_key=tuple(json.loads(params.get(f"{PARAM_PREFIX}primary-key", "[]"))),
+        comment=params.get("comment"),
+    )

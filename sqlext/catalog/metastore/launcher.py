@@ -1,0 +1,314 @@
+"""Start, inspect and stop a real Hive Metastore Thrift server from the Hive jars inside pyspark.
+
+The server is ``org.apache.hadoop.hive.metastore.HiveMetaStore`` (Hive 2.3, as shipped in pyspark's
+``jars/``), run by ``java`` as a detached process. Its state lives under a home directory:
+
+- ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
+- ``conf/core-site.xml``  the Hadoop settings the metastore resolves table locations with (it checks and
+  creates them): those of ``$HADOOP_CONF_DIR/core-site.xml`` (or ``hadoop_conf_dir``), overlaid with
+  ``hadoop`` (``spark.sqlext.metastore.hadoop.<key>`` keys, ``--hadoop-conf KEY=VALUE``), e.g. a
+  ``fs.viewfs.mounttable.*`` mount table, ``fs.defaultFS`` or ``fs.s3a.*`` credentials. Other files of that
+  dir (``hdfs-site.xml``) are on the classpath as they are;
+- ``metastore_db/``       the Derby database (Derby backend);
+- ``warehouse/``          the default warehouse dir, unless another is given;
+- ``metastore-<port>.pid`` and ``logs/metastore-<port>.log``.
+
+``start`` returns once the server answers a Thrift call; ``stop`` stops only the process whose pid
+file it wrote (and only if that pid is still a HiveMetaStore on that port).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from string import Template
+from xml.sax.saxutils import escape
+
+from sqlext import process
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.errors import JavaNotFoundError, MetastoreError
+from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
+
+MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+DEFAULT_PORT = 9083
+DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
+
+
+class Backend(StrEnum):
+    """The database behind the metastore."""
+
+    DERBY = "derby"
+    POSTGRES = "postgres"
+
+
+@dataclass(frozen=True)
+class MetastoreSettings:
+    """Everything needed to run one embedded metastore."""
+
+    port: int = DEFAULT_PORT
+    home: Path = field(default_factory=lambda: default_home() / "metastore")
+    warehouse: str | None = None
+    backend: Backend = Backend.DERBY
+    jdbc_url: str | None = None
+    user: str = "APP"
+    password: str = "mine"
+    jdbc_driver_jar: Path | None = None
+    #: Hadoop settings (key, value) written into the metastore's core-site.xml.
+    hadoop: tuple[tuple[str, str], ...] = ()
+    #: A Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR.
+    hadoop_conf_dir: Path | None = None
+    host: str = "127.0.0.1"
+    heap: str = "512m"
+    startup_timeout_s: float = 180.0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.port < 65536:
+            raise MetastoreError(f"Invalid metastore port {self.port}: expected 1-65535.", value=str(self.port))
+        if self.backend is Backend.POSTGRES and not self.jdbc_url:
+            raise MetastoreError(
+                "The PostgreSQL backend needs a JDBC URL (jdbc:postgresql://host:port/database): "
+                "give --jdbc-url or set spark.sqlext.metastore.jdbc-url.",
+                option="jdbc-url",
+            )
+
+    @property
+    def uri(self) -> str:
+        return f"thrift://{self.host}:{self.port}"
+
+    @property
+    def warehouse_uri(self) -> str:
+        return self.warehouse or (self.home / "warehouse").resolve().as_uri()
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / f"metastore-{self.port}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / f"metastore-{self.port}.log"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.home / "conf"
+
+    def connection(self) -> tuple[str, str, Path | None]:
+        """(JDBC URL, driver class, extra driver jar) of the backend."""
+        if self.backend is Backend.POSTGRES:
+            assert self.jdbc_url is not None
+            return self.jdbc_url, "org.postgresql.Driver", self.jdbc_driver_jar or DEFAULT_POSTGRES_JAR
+        derby_dir = (self.home / "metastore_db").resolve()
+        return (
+            f"jdbc:derby:;databaseName={derby_dir};create=true",
+            "org.apache.derby.jdbc.EmbeddedDriver",
+            None,
+        )
+
+
+@dataclass(frozen=True)
+class MetastoreStatus:
+    """What ``status`` found at a port."""
+
+    uri: str
+    answering: bool
+    pid: int | None
+    ours: bool
+
+    def describe(self) -> str:
+        if self.answering and self.ours:
+            return f"running at {self.uri} (pid {self.pid})"
+        if self.answering:
+            return f"a metastore not started from this home answers at {self.uri}"
+        if self.pid is not None:
+            return f"process {self.pid} started from this home is alive but does not answer at {self.uri}"
+        return f"not running at {self.uri}"
+
+
+@dataclass(frozen=True)
+class StartResult:
+    uri: str
+    pid: int | None
+    already_running: bool
+
+
+def find_java() -> str:
+    """The ``java`` to run: ``$JAVA_HOME/bin/java``, else the one on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if not found:
+        raise JavaNotFoundError(
+            "Java is required to run the embedded Hive Metastore, but no 'java' was found on PATH "
+            "and JAVA_HOME is unset. Install Java 17 (e.g. 'apt-get install openjdk-17-jre-headless') "
+            "or set spark.sqlext.metastore.uris to an existing metastore."
+        )
+    return found
+
+
+def status(settings: MetastoreSettings) -> MetastoreStatus:
+    """Report whether a metastore answers at the settings' port and whether this home started it."""
+    pid = _live_pid(settings)
+    return MetastoreStatus(settings.uri, _answers(settings.uri, timeout_s=5.0), pid, pid is not None)
+
+
+def start(settings: MetastoreSettings) -> StartResult:
+    """Start the metastore and wait until it answers a Thrift call; a no-op if one already answers.
+
+    Raises :class:`JavaNotFoundError` without Java, :class:`MetastoreError` when the port is held by
+    something that is not a metastore or the server dies on start (with the tail of its log).
+    """
+    current = status(settings)
+    if current.answering:
+        return StartResult(settings.uri, current.pid, already_running=True)
+    if current.pid is not None:
+        # Ours, alive, not answering yet: a concurrent start; wait for it rather than start twice.
+        return _wait_until_answering(settings, current.pid)
+    if process.port_open(settings.host, settings.port):
+        raise MetastoreError(
+            f"Port {settings.port} on {settings.host} is taken by a process that is not a Hive Metastore; "
+            "choose another port (--port) or stop that process."
+        )
+    java = find_java()
+    pid = process.spawn(_command(settings, java), settings.log_file, settings.home)
+    settings.pid_file.write_text(str(pid))
+    return _wait_until_answering(settings, pid)
+
+
+def stop(settings: MetastoreSettings, timeout_s: float = 30.0) -> bool:
+    """Stop the metastore this home started on this port; return False if there was none."""
+    pid = _live_pid(settings)
+    if pid is None:
+        settings.pid_file.unlink(missing_ok=True)
+        return False
+    process.stop_group(pid, timeout_s)
+    settings.pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _command(settings: MetastoreSettings, java: str) -> list[str]:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    _write_hive_site(settings)
+    jdbc_url, _, driver_jar = settings.connection()
+    classpath = [str(settings.conf_dir.resolve())]
+    hadoop_dir = _hadoop_conf_dir(settings)
+    if hadoop_dir is not None:
+        classpath.append(str(hadoop_dir.resolve()))
+    classpath.append(str(pyspark_jars_dir() / "*"))
+    if driver_jar is not None:
+        if not driver_jar.is_file():
+            raise MetastoreError(
+                f"JDBC driver jar {driver_jar} not found for {jdbc_url}; install Debian's "
+                "libpostgresql-jdbc-java or give --jdbc-driver-jar.",
+                value=str(driver_jar),
+            )
+        classpath.append(str(driver_jar))
+    log4j = packaged_conf_dir() / "log4j2.properties"
+    return [
+        java,
+        f"-Xmx{settings.heap}",
+        # Without this selector Hive's log4j2 setup looks for the LMAX disruptor and dies.
+        "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
+        f"-Dlog4j2.configurationFile={log4j.resolve().as_uri()}",
+        f"-Dderby.stream.error.file={(settings.home / 'logs' / 'derby.log').resolve()}",
+        "-cp",
+        os.pathsep.join(classpath),
+        MAIN_CLASS,
+        "-p",
+        str(settings.port),
+    ]
+
+
+def _write_hive_site(settings: MetastoreSettings) -> None:
+    jdbc_url, driver_class, _ = settings.connection()
+    template = Template((packaged_conf_dir() / "hive-site.xml.template").read_text())
+    values = {
+        "connection_url": jdbc_url,
+        "driver_class": driver_class,
+        "user": settings.user,
+        "password": settings.password,
+        "warehouse": settings.warehouse_uri,
+        "port": str(settings.port),
+    }
+    settings.conf_dir.mkdir(parents=True, exist_ok=True)
+    xml = template.substitute({key: escape(value) for key, value in values.items()})
+    (settings.conf_dir / "hive-site.xml").write_text(xml)
+    _write_core_site(settings)
+
+
+def _hadoop_conf_dir(settings: MetastoreSettings) -> Path | None:
+    explicit = settings.hadoop_conf_dir or (
+        Path(os.environ["HADOOP_CONF_DIR"]) if os.environ.get("HADOOP_CONF_DIR") else None
+    )
+    return explicit if explicit is not None and explicit.is_dir() else None
+
+
+def _write_core_site(settings: MetastoreSettings) -> None:
+    """The conf dir comes first on the classpath, so its core-site.xml is the one Hadoop reads: it holds the
+    Hadoop conf dir's properties overlaid with the explicit settings (none: no file, the dir's own is read)."""
+    target = settings.conf_dir / "core-site.xml"
+    if not settings.hadoop:
+        target.unlink(missing_ok=True)
+        return
+    properties: dict[str, str] = {}
+    hadoop_dir = _hadoop_conf_dir(settings)
+    if hadoop_dir is not None and (hadoop_dir / "core-site.xml").is_file():
+        properties.update(_read_properties(hadoop_dir / "core-site.xml"))
+    properties.update(dict(settings.hadoop))
+    lines = ['<?xml version="1.0"?>', "<configuration>"]
+    for key, value in properties.items():
+        lines.append(f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>")
+    lines.append("</configuration>")
+    target.write_text("\n".join(lines) + "\n")
+
+
+def _read_properties(path: Path) -> dict[str, str]:
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise MetastoreError(f"Cannot read the Hadoop settings in {path}: {exc}.", value=str(path)) from None
+    return {
+        prop.findtext("name", "").strip(): prop.findtext("value", "") or ""
+        for prop in root.iter("property")
+        if prop.findtext("name")
+    }
+
+
+def _wait_until_answering(settings: MetastoreSettings, pid: int) -> StartResult:
+    deadline = time.monotonic() + settings.startup_timeout_s
+    while time.monotonic() < deadline:
+        if not process.alive(pid):
+            settings.pid_file.unlink(missing_ok=True)
+            raise MetastoreError(
+                f"The Hive Metastore died on start (see {settings.log_file}). "
+                f"Last lines:\n{process.log_tail(settings.log_file)}"
+            )
+        if _answers(settings.uri, timeout_s=2.0):
+            return StartResult(settings.uri, pid, already_running=False)
+        time.sleep(0.25)
+    stop(settings)
+    raise MetastoreError(
+        f"The Hive Metastore did not answer at {settings.uri} within {settings.startup_timeout_s:g} s "
+        f"and was stopped (see {settings.log_file}). Last lines:\n{process.log_tail(settings.log_file)}"
+    )
+
+
+def _answers(uri: str, timeout_s: float) -> bool:
+    """True when a Hive Metastore answers a Thrift call at ``uri``."""
+    retry = RetryPolicy(deadline_s=0.0, socket_timeout_s=timeout_s)
+    try:
+        with MetastoreClient(uri, retry) as client:
+            client.get_all_databases()
+    except Exception:  # refused, reset, or a Thrift peer that is not a metastore
+        return False
+    return True
+
+
+def _live_pid(settings: MetastoreSettings) -> int | None:
+    """The pid in this home's pid file, if that process is alive and is our metastore on that port."""
+    return process.live_pid(settings.pid_file, MAIN_CLASS, str(settings.port))

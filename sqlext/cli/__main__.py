@@ -1,0 +1,7 @@
+"""``python -m sqlext.cli``."""
+
+import sys
+
+from sqlext.cli.main import main
+
+sys.exit(main())

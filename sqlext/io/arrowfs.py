@@ -1,0 +1,201 @@
+"""The fallback backend of :class:`sqlext.io.fs.FileSystem` where no JVM is at hand: ``pyarrow.fs``.
+
+It serves the Python processes Spark starts without a py4j gateway (the ``format("sqlext")`` writer's
+executors and its driver-side commit, which runs in a Python worker) and the CLI's ``sqlext commits`` /
+``sqlext compact`` when they run without a Spark session. It reads the same Hadoop keys as Spark, given as
+``spark.hadoop.<key>`` (see :func:`configure`):
+
+- ``file:`` — local files;
+- ``viewfs://<name>/...`` — resolved through ``fs.viewfs.mounttable.<name>.link.<path>`` (longest link
+  first) and ``...linkFallback`` to a target URI, served as below (Hadoop's own viewfs features beyond
+  links — merge links, nfly, regex mounts — need the JVM);
+- ``s3a://`` / ``s3://`` — pyarrow's S3 client with ``fs.s3a.access.key``, ``secret.key``, ``session.token``,
+  ``endpoint``, ``endpoint.region``, ``path.style.access``, ``connection.ssl.enabled`` (per-bucket
+  ``fs.s3a.bucket.<bucket>.<key>`` first); without keys, pyarrow's default AWS credential chain;
+- ``hdfs://`` — pyarrow's libhdfs client (it needs ``libhdfs.so``, a JVM and ``CLASSPATH`` of its own);
+- anything else pyarrow parses (``gs://``, ``abfs://``) with pyarrow's own configuration.
+
+Other schemes fail with :class:`sqlext.errors.FileSystemError` naming the scheme and what serves it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, urlparse
+
+import pyarrow.fs as pafs
+
+from sqlext.errors import FileSystemError
+
+HADOOP_PREFIX = "spark.hadoop."
+
+_settings: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def hadoop_settings(conf: Mapping[str, str]) -> dict[str, str]:
+    """The Hadoop keys of a Spark conf: ``spark.hadoop.<key>`` as ``<key>``."""
+    return {key[len(HADOOP_PREFIX) :]: value for key, value in conf.items() if key.startswith(HADOOP_PREFIX)}
+
+
+def configure(conf: Mapping[str, str]) -> None:
+    """Give the fallback the Hadoop settings of a Spark conf (its ``spark.hadoop.*`` keys); idempotent."""
+    with _lock:
+        _settings.update(hadoop_settings(conf))
+
+
+def settings() -> dict[str, str]:
+    """The Hadoop settings the fallback uses (bare Hadoop keys)."""
+    with _lock:
+        return dict(_settings)
+
+
+def resolve_viewfs(uri: str, conf: Mapping[str, str]) -> str:
+    """The target URI of a ``viewfs://`` URI through the mount table's links."""
+    parsed = urlparse(uri)
+    name = parsed.netloc or conf.get("fs.viewfs.mounttable.default.name.key", "default")
+    prefix = f"fs.viewfs.mounttable.{name}.link."
+    path = parsed.path or "/"
+    links = sorted(
+        ((k[len(prefix) :].rstrip("/") or "/", v) for k, v in conf.items() if k.startswith(prefix)),
+        key=lambda kv: -len(kv[0]),
+    )
+    for link, target in links:
+        if path == link or path.startswith(link.rstrip("/") + "/"):
+            return target.rstrip("/") + path[len(link.rstrip("/")) :]
+    fallback = conf.get(f"fs.viewfs.mounttable.{name}.linkFallback")
+    if fallback:
+        return fallback.rstrip("/") + path
+    raise FileSystemError(
+        f"{uri} is on no link of the viewfs mount table '{name}': set spark.hadoop.{prefix}<path>=<target URI> "
+        f"(known links: {', '.join(link for link, _ in links) or 'none'})."
+    )
+
+
+def s3_options(conf: Mapping[str, str], bucket: str) -> dict[str, Any]:
+    """pyarrow ``S3FileSystem`` arguments from the ``fs.s3a.*`` keys (per-bucket keys first)."""
+
+    def get(key: str) -> str | None:
+        return conf.get(f"fs.s3a.bucket.{bucket}.{key}") or conf.get(f"fs.s3a.{key}")
+
+    options: dict[str, Any] = {}
+    if get("access.key") and get("secret.key"):
+        options["access_key"] = get("access.key")
+        options["secret_key"] = get("secret.key")
+        if get("session.token"):
+            options["session_token"] = get("session.token")
+    endpoint = get("endpoint")
+    if endpoint:
+        parsed = urlparse(endpoint if "://" in endpoint else f"//{endpoint}")
+        options["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
+        secure = (get("connection.ssl.enabled") or "true").lower() != "false"
+        options["scheme"] = parsed.scheme or ("https" if secure else "http")
+    elif (get("connection.ssl.enabled") or "").lower() == "false":
+        options["scheme"] = "http"
+    if get("endpoint.region"):
+        options["region"] = get("endpoint.region")
+    if (get("path.style.access") or "false").lower() != "true" and endpoint:
+        options["force_virtual_addressing"] = True
+    return options
+
+
+class ArrowBackend:
+    """File operations on full URIs through pyarrow, configured from the fallback's Hadoop settings."""
+
+    def __init__(self) -> None:
+        self._conf = settings()
+        self._cache: dict[tuple[str, str], pafs.FileSystem] = {}
+
+    def _resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
+        parsed = urlparse(uri)
+        scheme = parsed.scheme or "file"
+        if scheme == "viewfs":
+            return self._resolve(resolve_viewfs(uri, self._conf))
+        if scheme == "file":
+            return self._filesystem(scheme, "", lambda: pafs.LocalFileSystem()), parsed.path or "/"
+        if scheme in ("s3a", "s3", "s3n"):
+            bucket = parsed.netloc
+            fs = self._filesystem("s3", bucket, lambda: pafs.S3FileSystem(**s3_options(self._conf, bucket)))
+            return fs, f"{bucket}{parsed.path}"
+        # pyarrow decodes the URI it is given and refuses spaces: hand it the path percent-encoded, so that
+        # decoding gives back the literal path.
+        try:
+            fs, path = pafs.FileSystem.from_uri(parsed._replace(path=quote(parsed.path)).geturl())
+        except Exception as exc:  # pyarrow's ArrowInvalid / OSError: an unknown scheme or no libhdfs
+            raise FileSystemError(
+                f"No filesystem for {uri} in this process ({exc}). Without a JVM sqlext serves file:, viewfs:// "
+                "(mount table links), s3a:// and, with libhdfs, hdfs://; run this where a Spark session is "
+                "active to use Spark's Hadoop filesystems for every scheme."
+            ) from exc
+        return fs, path
+
+    def _filesystem(self, scheme: str, authority: str, build: Any) -> pafs.FileSystem:
+        key = (scheme, authority)
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def kind(self, uri: str) -> str | None:
+        fs, path = self._resolve(uri)
+        info = fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return "dir" if info.type == pafs.FileType.Directory else "file"
+
+    def mkdirs(self, uri: str) -> None:
+        fs, path = self._resolve(uri)
+        fs.create_dir(path, recursive=True)
+
+    def list_files(self, uri: str, recursive: bool) -> list[tuple[str, int, int]]:
+        fs, base = self._resolve(uri)
+        base = base.rstrip("/")
+        found = []
+        for info in fs.get_file_info(pafs.FileSelector(base, allow_not_found=True, recursive=recursive)):
+            if info.type == pafs.FileType.File:
+                mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+                found.append((info.path[len(base) + 1 :], int(info.size or 0), mtime))
+        return found
+
+    def list_dirs(self, uri: str) -> list[str]:
+        fs, base = self._resolve(uri)
+        selector = pafs.FileSelector(base.rstrip("/"), allow_not_found=True)
+        return [info.base_name for info in fs.get_file_info(selector) if info.type == pafs.FileType.Directory]
+
+    def rename(self, source: str, target: str) -> None:
+        fs, src = self._resolve(source)
+        _, dst = self._resolve(target)
+        fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
+        fs.move(src, dst)
+
+    def copy(self, source: str, target: str) -> None:
+        fs, src = self._resolve(source)
+        _, dst = self._resolve(target)
+        fs.create_dir(dst.rsplit("/", 1)[0], recursive=True)
+        fs.copy_file(src, dst)
+
+    def delete(self, uri: str, recursive: bool) -> None:
+        fs, path = self._resolve(uri)
+        if recursive:
+            fs.delete_dir(path)
+        else:
+            fs.delete_file(path)
+
+    def read_bytes(self, uri: str) -> bytes:
+        fs, path = self._resolve(uri)
+        with fs.open_input_stream(path) as stream:
+            return bytes(stream.read())
+
+    def write_new(self, uri: str, data: bytes) -> None:
+        with self.open_output(uri) as out:
+            out.write(data)
+
+    def open_input(self, uri: str) -> Any:
+        fs, path = self._resolve(uri)
+        return fs.open_input_file(path)
+
+    def open_output(self, uri: str) -> Any:
+        fs, path = self._resolve(uri)
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return fs.open_output_stream(path)

@@ -1,0 +1,70 @@
+"""``sqlext commits``: show a table's commit log (which batch of which query committed what)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry
+from sqlext.errors import TableNotFoundError
+from sqlext.io.fs import FileSystem, normalize
+from sqlext.table import TableIdentifier
+
+
+def resolve_table_path(target: str, metastore_uri: str) -> str:
+    """A table path URI as given, or the location of ``db.table`` in the metastore."""
+    if "://" in target or target.startswith(("/", "file:")):
+        return normalize(target)
+    ident = TableIdentifier.parse(target)
+    with MetastoreClient(metastore_uri) as client:
+        table = client.get_table(ident.database, ident.name)
+    if table is None:
+        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {metastore_uri}.")
+    return normalize(table.sd.location)
+
+
+def commit_log_entries(table_path: str, query: str | None = None) -> list[LogEntry]:
+    """The log's entries, by query then batch. Entries a fresh start set aside
+    (``<query>.replaced-<time>``, see :func:`sqlext.jobs.checkpoint.set_aside_commit_log`) are named so."""
+    log = CommitLog(FileSystem(table_path), table_path)
+    entries = []
+    for name in [query] if query else log.queries():
+        for entry in log.entries(name):
+            entry.query = name
+            entries.append(entry)
+    return entries
+
+
+def describe_inserts(table_path: str, query: str | None = None, as_json: bool = False) -> str:
+    """Each insert writing the table: its checkpoint, its identity and whether it runs now."""
+    from sqlext.jobs.checkpoint import recorded_inserts
+
+    inserts = recorded_inserts(table_path, query)
+    fs = FileSystem(table_path)
+    if as_json:
+        return "\n".join(
+            json.dumps(
+                {"insert": r.query, "checkpoint": r.checkpoint, "started": r.started, "identity": r.identity.to_json()},
+                sort_keys=True,
+            )
+            for r in inserts
+        )
+    return "\n".join(r.describe(fs) for r in inserts)
+
+
+def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
+    """The entries as a text table (one line per batch) or as JSON lines."""
+    entries = list(entries)
+    if as_json:
+        return "\n".join(json.dumps(entry.to_json(), sort_keys=True) for entry in entries)
+    width = max([6, *(len(str(e.batch)) for e in entries)])
+    header = f"{'query':<24} {'batch':>{width}} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
+    lines = [header]
+    for e in entries:
+        committed = ", ".join(e.committed_partitions) or "-"
+        if e.operation == "compact":
+            committed += f" ({len(e.replaced_files)} files merged into {len(e.files)})"
+        counts = f"{e.rows:>10} {len(e.files):>5}"
+        lines.append(f"{e.query:<24} {e.batch:>{width}} {e.state!s:<9} {e.operation:<9} {counts}  {committed}")
+    return "\n".join(lines)

@@ -1,0 +1,170 @@
+"""``sqlext run FILE.sql``: run a SQL file like Flink's ``sql-client -f``, and the spark-submit driver.
+
+Statements run in order on an extended session; ``SET`` lines apply to what follows. Streaming inserts
+are started, then waited for: the command ends when they end (bounded inputs) or on Ctrl-C / SIGTERM,
+which stops them cleanly (Spark finishes the batch being committed before the query stops). Each insert
+has a stable name (from its sink table, or ``SET 'pipeline.name'``) that names its checkpoint under the
+checkpoint root, so running the same file again resumes the inserts where they stopped (each only its
+own checkpoint, see :mod:`sqlext.jobs.checkpoint`; ``--fresh`` starts them over). A failing
+statement stops the run with exit code 1 and is named with its line.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sqlext.console import quiet_third_party_warnings, setup_command_logging
+from sqlext.errors import SqlextError
+from sqlext.sql.parser import split_statements
+
+log = logging.getLogger("sqlext.run")
+WAIT_SLICE_S = 1
+#: Spark's error for a file it cannot read (corrupt, truncated, another format, a column of another type).
+_UNREADABLE_FILE = re.compile(
+    r"\[(?P<error>FAILED_READ_FILE[A-Z_.]*)\] Encountered error while reading file (?P<file>\S+?)\.?\s"
+)
+
+
+def _first_line(statement: str) -> str:
+    line = next((ln.strip() for ln in statement.splitlines() if ln.strip() and not ln.strip().startswith("--")), "")
+    return line if len(line) <= 100 else line[:97] + "..."
+
+
+def _line_of(text: str, statement: str) -> int:
+    index = text.find(statement)
+    return text.count("\n", 0, index) + 1 if index >= 0 else 0
+
+
+def _columns_and_rows(result: Any) -> tuple[list[str], Sequence[Sequence[Any]]]:
+    """A statement's columns and rows: a sqlext result's as they are, a Spark DataFrame's collected."""
+    from sqlext.frames import StatementResult
+
+    if isinstance(result, StatementResult):
+        return result.columns, result.rows
+    return result.columns, result.collect()
+
+
+def _show(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
+    if not rows:
+        return
+    print(" | ".join(columns))
+    for row in rows:
+        print(" | ".join("" if value is None else str(value) for value in row))
+
+
+def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> int:
+    """Run a script's statements; wait for the streaming inserts it starts. Returns the exit code."""
+    from sqlext.spark.session import spark_session
+
+    setup_command_logging()
+    spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
+    spark.sparkContext.setLogLevel("ERROR")
+    session = spark._sqlext_session  # type: ignore[attr-defined]
+    started: list[str] = []
+    try:
+        for number, statement in enumerate(split_statements(text), start=1):
+            where = f"{source}:{_line_of(text, statement)} (statement {number}: {_first_line(statement)})"
+            try:
+                result = session.run(statement)
+            except SqlextError as exc:
+                print(f"sqlext: error in {where}:\n{exc.message}", file=sys.stderr)
+                return 1
+            except Exception as exc:  # Spark's own errors for statements passed through
+                print(f"sqlext: error in {where}:\n{exc}", file=sys.stderr)
+                return 1
+            columns, rows = _columns_and_rows(result)
+            if "job_id" in columns:
+                job = dict(zip(columns, rows[0], strict=True))
+                started.append(job["job_id"])
+                print(f"started {job['job_name']} (job id {job['job_id']}) writing {job['sink']}", flush=True)
+            else:
+                _show(columns, rows)
+        return wait_for_inserts(spark, started)
+    finally:
+        spark.stop()
+
+
+def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
+    """Wait until every started insert ended; SIGTERM/SIGINT stop them cleanly. Exit code 0 or 1."""
+    from sqlext.connectors.filesystem.sink import query_ended, running_insert
+
+    stop = threading.Event()
+
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        print(f"sqlext: {signal.Signals(signum).name} received, stopping {len(job_ids)} insert(s)", file=sys.stderr)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    failed = False
+    try:
+        for job_id in job_ids:
+            running = running_insert(job_id)
+            # spark.streams forgets a query once it ended: one that failed fast is only known to its insert.
+            query = running.query if running is not None else spark.streams.get(job_id)
+            while query is not None and not stop.is_set():
+                if query_ended(query, WAIT_SLICE_S):
+                    break
+            if stop.is_set() and query is not None:
+                for other in job_ids:
+                    handle = running_insert(other)
+                    if handle is not None:
+                        handle.stop()  # waits for the batch being committed to finish
+            if running is not None:
+                running.wait()
+            if query is not None and query.exception() is not None:
+                failure = str(query.exception())
+                print(f"sqlext: insert {query.name} failed: {failure}{failure_hint(failure)}", file=sys.stderr)
+                failed = True
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _release_checkpoints(job_ids)
+    return 1 if failed else 0
+
+
+def _release_checkpoints(job_ids: list[str]) -> None:
+    """The run ends: give up the checkpoints' leases now rather than leave them to expire."""
+    from sqlext.jobs.checkpoint import started_checkpoint
+
+    for job_id in job_ids:
+        prepared = started_checkpoint(job_id)
+        if prepared is not None:
+            prepared.lease.release()
+
+
+def failure_hint(failure: str) -> str:
+    """What to do about a failed insert, when its error says (empty when sqlext has nothing to add)."""
+    unreadable = _UNREADABLE_FILE.search(failure)
+    if unreadable:
+        return (
+            f"\nsqlext: source file {unreadable.group('file')} could not be read ({unreadable.group('error')}). "
+            "Replace it with a readable file, or skip such files with ALTER TABLE <source> SET "
+            "('source.ignore-corrupt-files' = 'true'); then run again: the insert resumes at the batch that "
+            "failed, and nothing of that batch was committed."
+        )
+    return ""
+
+
+def run_file(path: str | Path, conf: Mapping[str, str]) -> int:
+    file = Path(path)
+    if not file.is_file():
+        print(f"sqlext: no such SQL file: {file}", file=sys.stderr)
+        return 2
+    return run_script(file.read_text(), conf, str(file))
+
+
+def submit_main() -> None:
+    """Entry point of the spark-submit driver: ``spark-submit [--conf spark.sqlext.*=...] DRIVER FILE.sql``."""
+    if len(sys.argv) != 2:
+        print("usage: spark-submit [--conf spark.sqlext.key=value ...] <sqlext driver> FILE.sql", file=sys.stderr)
+        sys.exit(2)
+    quiet_third_party_warnings()
+    sys.exit(run_file(sys.argv[1], {}))

@@ -1,0 +1,293 @@
+"""The session extension: ``sqlext.extend(spark)`` makes ``spark.sql(...)`` run sqlext statements.
+
+Statements that are not sqlext's go to Spark unchanged. Config comes from the ``spark.sqlext.*`` keys
+of the Spark conf (see :mod:`sqlext.config`); without ``spark.sqlext.metastore.uris`` the embedded
+metastore is started on demand. Spark's own Hive catalog must use the same metastore for Spark SQL to
+see sqlext tables: build the session with :func:`spark_session` (or set
+``spark.hadoop.hive.metastore.uris`` yourself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
+from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
+from sqlext.frames import OK, StatementResult
+from sqlext.sql import parser as p
+from sqlext.table import DEFAULT_DATABASE, TableIdentifier
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from sqlext.table import TableDefinition
+
+_ATTRIBUTE = "_sqlext_session"
+
+
+def resolve_metastore_uri(config: SqlextConfig) -> str:
+    """The configured metastore, or the embedded one (started now if it is not running)."""
+    return config.metastore_uris or launcher.start(config.metastore_settings()).uri
+
+
+def spark_session(
+    app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None
+) -> SparkSession:
+    """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements."""
+    import os
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
+    SparkContext._ensure_initialized()
+    conf = {**dict(SparkConf().getAll()), **(conf or {})}
+    master = master or conf.get("spark.master", "local[*]")
+    config = SqlextConfig.load(conf)
+    uri = resolve_metastore_uri(config)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name).master(master)
+    builder = builder.config("spark.hadoop.hive.metastore.uris", uri).config("spark.sqlext.metastore.uris", uri)
+    builder = builder.config("spark.pyspark.python", sys.executable)
+    if config.get("spark.sqlext.warehouse"):
+        builder = builder.config("spark.sql.warehouse.dir", str(config.get("spark.sqlext.warehouse")))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.enableHiveSupport().getOrCreate()
+    extend(spark)
+    return spark
+
+
+class SqlextSession:
+    """sqlext's state on one Spark session: catalog, config, ``SET`` options, current database."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.config = SqlextConfig.load(dict(spark.sparkContext.getConf().getAll()))
+        self.metastore_uri = resolve_metastore_uri(self.config)
+        from sqlext.catalog.hms import Catalog
+
+        self.catalog = Catalog(MetastoreClient(self.metastore_uri, self.config.retry))
+        self.options: dict[str, str] = self._configured_options()
+        self.current_database = DEFAULT_DATABASE
+        self._spark_sql = spark.sql
+        #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).
+        self.spark_sql = spark.sql
+
+    def _configured_options(self) -> dict[str, str]:
+        """Session options given as Spark conf (``spark-submit --conf spark.sqlext.session.<key>=...``)."""
+        return {
+            key[len(SESSION_PREFIX) :]: value
+            for key, value in self.config.values.items()
+            if key.startswith(SESSION_PREFIX)
+        }
+
+    def reset_options(self, key: str | None = None) -> None:
+        """Undo ``SET``: every option (or ``key``) back to what the Spark conf gave, as Flink's ``RESET``."""
+        configured = self._configured_options()
+        if key is None:
+            self.options = configured
+        elif key in configured:
+            self.options[key] = configured[key]
+        else:
+            self.options.pop(key, None)
+
+    def resolve(self, ident: TableIdentifier) -> TableIdentifier:
+        """Fill in the current database of an unqualified name."""
+        return ident if ident.database else TableIdentifier(self.current_database, ident.name, ident.catalog)
+
+    def sql(self, text: str, *args: Any, **kwargs: Any) -> DataFrame:
+        """Run one statement: sqlext's, or Spark's."""
+        result = self.run(text, *args, **kwargs)
+        return result.frame(self.spark) if isinstance(result, StatementResult) else result
+
+    def run(self, text: str, *args: Any, **kwargs: Any) -> StatementResult | DataFrame:
+        """Run one statement: a sqlext statement's result as rows, a statement passed to Spark as Spark's
+        DataFrame."""
+        statement = p.parse_statement(text)
+        if isinstance(statement, p.Passthrough):
+            return self._spark_sql(text, *args, **kwargs)
+        try:
+            self._check_metastore_unchanged()
+            return self._execute(statement)
+        except SqlextError as exc:
+            if exc.statement is None:
+                exc.statement = statement.sql
+            raise
+
+    def _check_metastore_unchanged(self) -> None:
+        """``spark.sqlext.metastore.uris`` is read once, when the session is extended: one set later (with
+        ``spark.conf.set``) would otherwise be ignored without a word, and tables go to the first metastore."""
+        configured = self.spark.conf.get(METASTORE_URIS, None)
+        if configured and configured.strip() != self.metastore_uri.strip():
+            raise ConfigError(
+                f"{METASTORE_URIS} is '{configured}' in the Spark session's conf, but this session's sqlext "
+                f"catalog uses the metastore at '{self.metastore_uri}': the option is read once, when sqlext "
+                "extends the session. Give it when the session is built (SparkSession.builder.config, "
+                "spark-submit --conf, or sqlext.spark_session(conf=...)), before the first statement.",
+                option=METASTORE_URIS,
+                value=configured,
+            )
+
+    def execute_script(self, text: str) -> list[DataFrame]:
+        """Run every statement of a script in order; stop at the first that fails."""
+        return [self.sql(statement) for statement in p.split_statements(text)]
+
+    def execute_file(self, path: str | Path) -> list[DataFrame]:
+        return self.execute_script(Path(path).read_text())
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def _execute(self, statement: p.Statement) -> StatementResult | DataFrame:
+        handler = getattr(self, f"_on_{type(statement).__name__}", None)
+        if handler is None:
+            raise SqlextError(f"Statement not supported: {statement.sql}", statement=statement.sql)
+        result: StatementResult | DataFrame = handler(statement)
+        return result
+
+    def _on_CreateTable(self, statement: p.CreateTable) -> StatementResult:
+        from dataclasses import replace
+
+        table = replace(statement.table, identifier=self.resolve(statement.table.identifier))
+        self.catalog.create_table(table, statement.if_not_exists)
+        return OK
+
+    def _on_CreateTableLike(self, statement: p.CreateTableLike) -> StatementResult:
+        from dataclasses import replace
+
+        from sqlext.sql.ddl import merge_like
+
+        base = self.catalog.get_table(self.resolve(statement.like))
+        derived = replace(statement, identifier=self.resolve(statement.identifier))
+        self.catalog.create_table(merge_like(base, derived), statement.if_not_exists)
+        return OK
+
+    def _on_CreateDatabase(self, statement: p.CreateDatabase) -> StatementResult:
+        warehouse = self.config.get(WAREHOUSE)
+        location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None
+        self.catalog.create_database(
+            statement.name, statement.if_not_exists, location, statement.comment, statement.properties
+        )
+        return OK
+
+    def _on_DropTable(self, statement: p.DropTable) -> StatementResult | DataFrame:
+        ident = self.resolve(statement.target)
+        if not statement.temporary and self._is_plain_hive_table(ident):
+            return self._spark_sql(statement.sql)  # Spark drops its own tables (and a managed table's data)
+        self.catalog.drop_table(ident, statement.if_exists, temporary=statement.temporary)
+        self._refresh(ident)
+        return OK
+
+    def _is_plain_hive_table(self, ident: TableIdentifier) -> bool:
+        return ident not in self.catalog.temporary and (
+            self.catalog.client.get_table(ident.database, ident.name) is not None
+            and not self.catalog.table_exists(ident)
+        )
+
+    def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> StatementResult:
+        self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
+        return OK
+
+    def _on_ShowCreateTable(self, statement: p.ShowCreateTable) -> StatementResult:
+        from sqlext.sql.ddl import show_create_table
+
+        table = self.catalog.get_table(self.resolve(statement.target))
+        return StatementResult("createtab_stmt STRING", [(show_create_table(table),)])
+
+    def _on_Describe(self, statement: p.Describe) -> StatementResult | DataFrame:
+        from sqlext.sql.ddl import describe_rows
+
+        ident = self.resolve(statement.target)
+        if not self.catalog.table_exists(ident):
+            return self._spark_sql(statement.sql)
+        return StatementResult(
+            "col_name STRING, data_type STRING, comment STRING", describe_rows(self.catalog.get_table(ident))
+        )
+
+    def _on_ShowTables(self, statement: p.ShowTables) -> StatementResult:
+        database = statement.database or self.current_database
+        return StatementResult(
+            "database STRING, tableName STRING", [(database, t) for t in self.catalog.list_tables(database)]
+        )
+
+    def _on_UseDatabase(self, statement: p.UseDatabase) -> StatementResult:
+        if not self.catalog.database_exists(statement.name):
+            raise TableNotFoundError(f"Database '{statement.name}' does not exist.")
+        self._spark_sql(f"USE `{statement.name}`")
+        self.current_database = statement.name
+        return OK
+
+    def _on_SetOption(self, statement: p.SetOption) -> StatementResult:
+        if statement.key is None:
+            return StatementResult("key STRING, value STRING", sorted(self.options.items()))
+        self.options[statement.key] = statement.value or ""
+        return StatementResult("key STRING, value STRING", [(statement.key, statement.value)])
+
+    def _on_ResetOption(self, statement: p.ResetOption) -> StatementResult:
+        self.reset_options(statement.key)
+        return OK
+
+    def _on_Insert(self, statement: p.Insert) -> StatementResult | DataFrame:
+        from dataclasses import replace
+
+        try:
+            from sqlext.jobs.insert import execute_insert
+        except ImportError as exc:
+            raise SqlextError(
+                f"INSERT into sqlext tables is not available in this installation (sqlext.jobs.insert: {exc}).",
+                statement=statement.sql,
+            ) from exc
+
+        target = self.resolve(statement.target)
+        if not self.catalog.table_exists(target):
+            return self._spark_sql(statement.sql)  # a plain Spark/Hive table
+        return execute_insert(self, replace(statement, target=target))
+
+    def _on_ShowJobs(self, statement: p.ShowJobs) -> StatementResult:
+        from sqlext.jobs.checkpoint import started_checkpoint
+
+        rows = []
+        for query in self.spark.streams.active:
+            prepared = started_checkpoint(str(query.id))
+            checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
+            status = "RUNNING" if query.isActive else "FINISHED"
+            rows.append((str(query.id), query.name or "", status, checkpoint, identity))
+        return StatementResult(
+            "job_id STRING, job_name STRING, status STRING, checkpoint STRING, identity STRING", rows
+        )
+
+    def _on_StopJob(self, statement: p.StopJob) -> StatementResult:
+        query = self.spark.streams.get(statement.job_id)
+        if query is None:
+            raise SqlextError(f"No running job with id '{statement.job_id}'; SHOW JOBS lists them.")
+        insert = running_insert(statement.job_id)
+        if insert is not None:
+            insert.stop()  # after the batch in progress is committed
+        else:
+            query.stop()
+        return OK
+
+    def _refresh(self, ident: TableIdentifier) -> None:
+        # Nothing cached, or the table is gone: nothing to refresh.
+        with contextlib.suppress(Exception):
+            self.spark.catalog.refreshTable(f"`{ident.database}`.`{ident.name}`")
+
+    def table(self, name: str) -> TableDefinition:
+        return self.catalog.get_table(self.resolve(TableIdentifier.parse(name, default_database="")))
+
+
+def extend(spark: SparkSession) -> SqlextSession:
+    """Make ``spark.sql`` understand sqlext statements (idempotent); return the sqlext session."""
+    existing = getattr(spark, _ATTRIBUTE, None)
+    if isinstance(existing, SqlextSession):
+        return existing
+    session = SqlextSession(spark)
+    setattr(spark, _ATTRIBUTE, session)
+    spark.sql = session.sql  # type: ignore[method-assign,assignment]
+    return session

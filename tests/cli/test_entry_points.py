@@ -1,0 +1,199 @@
+"""sqlext as a new user runs it: `sqlext run` on SQL files, spark-submit with --conf flags, and a
+SIGTERM in the middle of a streaming run followed by a restart."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.io.fs import FileSystem
+from sqlext.paths import pyspark_jars_dir
+from tests.support.streams import write_hourly_events
+from tests.support.waiting import free_port, wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _job_sql(input_dir: Path, table_dir: Path, database: str, extra_source_options: str = "") -> str:
+    return f"""
+-- a job in Flink SQL; comments; two statements on one line: SET and the insert follow
+CREATE DATABASE IF NOT EXISTS {database};
+CREATE TABLE IF NOT EXISTS {database}.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3))
+WITH ('connector' = 'filesystem', 'path' = '{input_dir.as_uri()}', 'format' = 'parquet',
+      'source.max-files-per-trigger' = '1' {extra_source_options});
+CREATE TABLE IF NOT EXISTS {database}.dst (
+  id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), dt STRING, hr STRING
+) PARTITIONED BY (dt, hr)
+WITH ('connector' = 'filesystem', 'path' = '{table_dir.as_uri()}', 'format' = 'parquet');
+INSERT INTO {database}.dst
+SELECT id, user_id, amount, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM {database}.src;
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+
+
+def _ids(table_dir: Path) -> list[int]:
+    dataset = ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True)
+    return sorted(dataset.to_table(columns=["id"])["id"].to_pylist())
+
+
+def test_sqlext_run_executes_a_file_and_waits_for_its_bounded_insert(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=20)
+    job = tmp_path / "job.sql"
+    job.write_text(_job_sql(tmp_path / "input", tmp_path / "dst", "run_db"))
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sqlext.cli",
+            "run",
+            str(job),
+            "--conf",
+            f"spark.sqlext.metastore.uris={metastore.uri}",
+            "--conf",
+            f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
+        ],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "started insert_run_db_dst" in done.stdout
+    assert sorted(hms.get_partition_names("run_db", "dst")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
+    assert _ids(tmp_path / "dst") == list(range(60))
+
+
+def test_sqlext_run_names_the_failing_statement_and_exits_non_zero(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    job = tmp_path / "bad.sql"
+    job.write_text(
+        "CREATE DATABASE IF NOT EXISTS bad_db;\n\nCREATE TABLE bad_db.t (a INT) WITH (\n"
+        "  'connector' = 'filesystem', 'path' = 'file:///tmp/x', 'format' = 'parquet', 'sink.bogus' = '1');\n"
+    )
+
+    done = subprocess.run(
+        [sys.executable, "-m", "sqlext.cli", "run", str(job), "--conf", f"spark.sqlext.metastore.uris={metastore.uri}"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 1
+    assert f"error in {job}:3 (statement 2: CREATE TABLE bad_db.t (a INT) WITH (" in done.stderr
+    assert "Unsupported options found for 'filesystem'" in done.stderr and "sink.bogus" in done.stderr
+    assert hms.get_table("bad_db", "t") is None
+
+
+def test_spark_submit_takes_metastore_and_warehouse_from_conf_flags(tmp_path: Path) -> None:
+    other = MetastoreSettings(port=free_port(), home=tmp_path / "other-hms")
+    launcher.start(other)
+    try:
+        write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
+        job = tmp_path / "job.sql"
+        job.write_text(_job_sql(tmp_path / "input", tmp_path / "dst", "submit_db"))
+        warehouse = (tmp_path / "my-warehouse").as_uri()
+        driver = subprocess.run(
+            [sys.executable, "-m", "sqlext.cli", "driver-path"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        spark_submit = pyspark_jars_dir().parent / "bin" / "spark-submit"
+        env = {**_env(tmp_path), "SPARK_HOME": str(pyspark_jars_dir().parent), "PYSPARK_PYTHON": sys.executable}
+        done = subprocess.run(
+            [
+                str(spark_submit),
+                "--master",
+                "local[2]",
+                "--conf",
+                f"spark.sqlext.metastore.uris={other.uri}",
+                "--conf",
+                f"spark.sqlext.warehouse={warehouse}",
+                "--conf",
+                f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
+                "--conf",
+                "spark.sqlext.session.execution.runtime-mode=batch",
+                driver,
+                str(job),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        with MetastoreClient(other.uri) as client:
+            database = client.get_database("submit_db")
+            assert database is not None and database.locationUri.rstrip("/").endswith("my-warehouse/submit_db.db")
+            assert sorted(client.get_partition_names("submit_db", "dst")) == [
+                "dt=2026-11-22/hr=00",
+                "dt=2026-11-22/hr=01",
+            ]
+        assert "job_name | sink | status" in done.stdout and "FINISHED" in done.stdout  # batch mode took effect
+        assert _ids(tmp_path / "dst") == list(range(20))
+    finally:
+        launcher.stop(other)
+
+
+def test_sigterm_stops_a_streaming_run_cleanly_and_a_rerun_resumes_exactly_once(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir, table_dir = tmp_path / "input", tmp_path / "dst"
+    next_id = write_hourly_events(input_dir, datetime(2026, 11, 22), hours=2, rows_per_hour=30)
+    job = tmp_path / "stream.sql"
+    job.write_text(_job_sql(input_dir, table_dir, "term_db", ", 'source.monitor-interval' = '1 s'"))
+    command = [
+        sys.executable,
+        "-m",
+        "sqlext.cli",
+        "run",
+        str(job),
+        "--conf",
+        f"spark.sqlext.metastore.uris={metastore.uri}",
+        "--conf",
+        f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
+    ]
+    log = CommitLog(FileSystem(table_dir.as_uri()), table_dir.as_uri())
+
+    def run_until(rows: int) -> subprocess.CompletedProcess[str]:
+        process = subprocess.Popen(
+            command, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            wait_for(lambda: sum(e.rows for e in log.entries()) >= rows, 240, what=f"{rows} rows committed")
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+    first = run_until(60)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "SIGTERM received" in first.stderr
+    assert "Traceback" not in first.stderr and "interrupting it" not in first.stderr, first.stderr[-3000:]
+    write_hourly_events(input_dir, datetime(2026, 11, 22, 2), hours=1, rows_per_hour=30, first_id=next_id)
+    second = run_until(90)
+    assert second.returncode == 0, second.stderr[-3000:]
+
+    assert _ids(table_dir) == list(range(90))
+    assert sorted(hms.get_partition_names("term_db", "dst")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]

@@ -1,0 +1,95 @@
+"""Partition registration in batches (issue #21): which partitions an add added, and exact statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import PARTITION_BATCH, MetastoreClient
+from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.settings import SinkSettings
+from sqlext.table import Column, TableDefinition, TableIdentifier
+
+pytestmark = pytest.mark.hms
+
+
+def _table(name: str, root: Path) -> TableDefinition:
+    columns = (Column("id", "BIGINT"), Column("dt", "STRING"), Column("hr", "STRING"))
+    options = {
+        "connector": "filesystem",
+        "path": root.as_uri(),
+        "format": "parquet",
+        "sink.partition-commit.policy.kind": "metastore",
+    }
+    return TableDefinition(TableIdentifier("reg_db", name), columns, options, partition_keys=("dt", "hr"))
+
+
+def _partition(hms_table: ttypes.Table, hour: int) -> ttypes.Partition:
+    sd = ttypes.StorageDescriptor(**{**hms_table.sd.__dict__})
+    sd.location = f"{hms_table.sd.location}/dt=2026-11-22/hr={hour:03d}"
+    return ttypes.Partition(
+        values=["2026-11-22", f"{hour:03d}"], dbName="reg_db", tableName=hms_table.tableName, sd=sd, parameters={}
+    )
+
+
+def test_add_partitions_tells_which_it_added_when_some_existed(hms: MetastoreClient, tmp_path: Path) -> None:
+    hms.create_database("reg_db")
+    Catalog(hms).create_table(_table("added", tmp_path / "added"))
+    hms_table = hms.get_table("reg_db", "added")
+    assert hms_table is not None
+    count = PARTITION_BATCH + 20  # two batches
+    partitions = [_partition(hms_table, hour) for hour in range(count)]
+    first = hms.add_partitions("reg_db", "added", partitions[:30], need_result=True)
+    assert sorted(p.values[1] for p in first) == [f"{h:03d}" for h in range(30)]
+    # 30 exist: the first batch adds the others of its own, the second batch all of its own.
+    added = hms.add_partitions("reg_db", "added", partitions, need_result=True)
+    assert sorted(p.values[1] for p in added) == [f"{h:03d}" for h in range(30, count)]
+    assert len(hms.get_partition_names("reg_db", "added")) == count
+    assert hms.add_partitions("reg_db", "added", partitions, need_result=True) == []
+
+
+def test_a_backfill_registers_every_partition_with_exact_statistics_in_batched_calls(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hms.create_database("reg_db", if_not_exists=True)
+    root = tmp_path / "tree"
+    expected = {}
+    for hour in range(250):
+        directory = root / "dt=2026-11-22" / f"hr={hour:02d}"
+        directory.mkdir(parents=True)
+        for index in range(hour % 3 + 1):
+            pq.write_table(pa.table({"id": list(range(hour + index))}), directory / f"part-{index}.parquet")
+        (directory / "_SUCCESS").write_bytes(b"")  # not a data file
+        files = sorted(directory.glob("part-*.parquet"))
+        expected[f"dt=2026-11-22/hr={hour:02d}"] = (
+            str(len(files)),
+            str(sum(f.stat().st_size for f in files)),
+            str(sum(hour + i for i in range(len(files)))),
+        )
+    table = _table("backfill", root)
+    Catalog(hms).create_table(table)
+    calls: list[str] = []
+    call = MetastoreClient.call
+    monkeypatch.setattr(
+        MetastoreClient, "call", lambda self, name, *a, **k: calls.append(name) or call(self, name, *a, **k)
+    )
+    committer = BatchCommitter(SinkSettings.from_table(table), "backfill", (tmp_path / "state").as_uri(), hms.uri)
+    try:
+        committer.trigger.add(((name, name.replace("dt=", "").split("/hr=")) for name in expected), now_ms=0)
+        committer.end_of_input()
+    finally:
+        committer.close()
+    monkeypatch.undo()
+    assert calls.count("add_partitions_req") == -(-len(expected) // PARTITION_BATCH), calls
+    assert len(calls) < 10, f"not a call per partition: {calls}"
+    stored = hms.get_partitions_by_names("reg_db", "backfill", list(expected))
+    assert len(stored) == 250
+    for partition in stored:
+        name = f"dt={partition.values[0]}/hr={partition.values[1]}"
+        params = partition.parameters
+        assert (params["numFiles"], params["totalSize"], params["numRows"]) == expected[name], name

@@ -1,0 +1,142 @@
+"""Kafka -> hourly table with partition-time commit, end to end through ``sqlext run``: JSON events over six
+hours in a 3-partition topic, the driver SIGKILLed mid-stream and restarted, more events produced, and at
+the end every event exactly once in the table and every hour the watermark passed committed in the HMS."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from tests.support.kafka import KafkaBroker, json_events
+from tests.support.tables import assert_partitions_committed
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.kafka, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[3]
+DAY = datetime(2026, 11, 22)
+EVENTS = 720  # one every 30 s of event time: six hours, 120 an hour
+STEP_S = 30
+PER_HOUR = 3600 // STEP_S
+
+
+def _job(broker: KafkaBroker, table_dir: Path) -> str:
+    return f"""
+CREATE DATABASE IF NOT EXISTS kafka_e2e;
+CREATE TABLE IF NOT EXISTS kafka_e2e.events_src (
+  id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
+  `partition` INT METADATA VIRTUAL,
+  `offset` BIGINT METADATA VIRTUAL,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
+) WITH (
+  'connector' = 'kafka', 'topic' = 'events_e2e', 'properties.bootstrap.servers' = '{broker.bootstrap}',
+  'properties.group.id' = 'kafka_e2e', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json'
+);
+CREATE TABLE IF NOT EXISTS kafka_e2e.events (
+  id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), src_partition INT, src_offset BIGINT, dt STRING, hr STRING
+) PARTITIONED BY (dt, hr) WITH (
+  'connector' = 'filesystem', 'path' = '{table_dir.as_uri()}', 'format' = 'parquet',
+  'sink.partition-commit.trigger' = 'partition-time',
+  'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
+  'sink.partition-commit.policy.kind' = 'metastore,success-file'
+);
+SET 'pipeline.name' = 'kafka_e2e';
+SET 'execution.checkpointing.interval' = '1 s';
+INSERT INTO kafka_e2e.events
+SELECT id, user_id, amount, ts, `partition`, `offset`, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH')
+FROM kafka_e2e.events_src;
+"""
+
+
+def _ids(table_dir: Path) -> list[int]:
+    try:
+        dataset = ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True)
+        return sorted(dataset.to_table(columns=["id"])["id"].to_pylist())
+    except (FileNotFoundError, OSError, pa.ArrowInvalid):  # no file yet, or one moved away while reading
+        return []
+
+
+def _committed(table_dir: Path) -> list[str]:
+    return sorted(p.parent.name for p in table_dir.glob("dt=*/hr=*/_SUCCESS"))
+
+
+def _wait(condition: Callable[[], object], process: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    """Wait for ``condition`` while the driver runs; its log in the failure if it stopped."""
+    wait_for(lambda: condition() or process.poll() is not None, 420, what=what)
+    assert process.poll() is None, f"the driver exited while waiting for {what}:\n{log.read_text()[-3000:]}"
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+
+
+@pytest.mark.timeout(1800)  # two Spark driver starts; on a loaded 2-core machine each takes minutes
+def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
+    kafka_broker: KafkaBroker, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    topic, table_dir, log = "events_e2e", tmp_path / "events", tmp_path / "run.log"
+    kafka_broker.create_topic(topic, 3)
+    job = tmp_path / "kafka_e2e.sql"
+    job.write_text(_job(kafka_broker, table_dir))
+    command = [
+        sys.executable,
+        "-m",
+        "sqlext.cli",
+        "run",
+        str(job),
+        "--conf",
+        f"spark.sqlext.metastore.uris={metastore.uri}",
+    ]
+    env = {**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
+    hour = PER_HOUR
+
+    with log.open("ab") as out:
+        first = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        # Spark applies a batch's watermark in the next batch: events arrive over several batches, so the
+        # watermark passes 01:00 and hour 00 is committed mid-stream; then the driver dies.
+        kafka_broker.produce(topic, json_events(0, 2 * hour, DAY, STEP_S))
+        _wait(lambda: _ids(table_dir), first, log, "the first batch")
+        kafka_broker.produce(topic, json_events(2 * hour, hour, DAY + timedelta(hours=2), STEP_S))
+        _wait(lambda: _committed(table_dir), first, log, "the first partition commit")
+    finally:
+        _kill(first)
+
+    kafka_broker.produce(topic, json_events(3 * hour, 3 * hour, DAY + timedelta(hours=3), STEP_S))
+    with log.open("ab") as out:
+        second = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        _wait(lambda: _ids(table_dir) == list(range(EVENTS)), second, log, "every event")
+        # Two events at 07:00 move the watermark past 06:00, so hours 00-05 are all committed.
+        kafka_broker.produce(topic, json_events(EVENTS, 1, DAY + timedelta(hours=7), STEP_S))
+        _wait(lambda: _ids(table_dir)[-1:] == [EVENTS], second, log, "the first closing event")
+        kafka_broker.produce(topic, json_events(EVENTS + 1, 1, DAY + timedelta(hours=7, seconds=30), STEP_S))
+        six_hours = [f"hr={h:02d}" for h in range(6)]
+        # Spark may commit hour 05 in a no-data batch right after the first closing event: wait for both.
+        _wait(
+            lambda: _committed(table_dir) == six_hours and _ids(table_dir)[-1:] == [EVENTS + 1],
+            second,
+            log,
+            "six committed hours and the second closing event",
+        )
+    finally:
+        _kill(second)
+
+    assert _ids(table_dir) == list(range(EVENTS + 2)), "events lost or duplicated"
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(6)]
+    assert_partitions_committed(hms, "kafka_e2e", "events", table_dir, names, PER_HOUR)
+    rows = ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    sources = sorted(zip(rows["src_partition"].to_pylist(), rows["src_offset"].to_pylist(), strict=True))
+    assert sources == sorted((n % 3, n // 3) for n in range(EVENTS + 2))

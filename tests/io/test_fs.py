@@ -1,0 +1,165 @@
+"""The filesystem interface takes a URI's path literally, as Hadoop does: Hive-escaped partition dirs
+(``p=%252e%252e``), spaces and non-ASCII names are the directories they spell, never URI-decoded. Both
+backends (Spark's Hadoop FileSystem through py4j, and the pyarrow fallback) behave the same, on ``file:``
+and on a ``viewfs://`` mount table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sqlext.errors import FileSystemError
+from sqlext.io import arrowfs
+from sqlext.io.fs import BACKEND_ENV, FileSystem, backend_name, join
+
+NAMES = ["p=%252e%252e", "p=a%2Fb", "with space", "ünïcode", "x%20y"]
+MOUNT = "sqlext-test-fs"
+
+
+@pytest.fixture(params=["pyarrow", pytest.param("hadoop", marks=pytest.mark.spark)])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    if request.param == "hadoop":
+        request.getfixturevalue("spark")
+    monkeypatch.setenv(BACKEND_ENV, request.param)
+    assert backend_name("file:///x") == request.param
+    yield request.param
+
+
+@pytest.fixture
+def viewfs_root(tmp_path: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``viewfs://<MOUNT>/data`` mounted on ``tmp_path/target`` for both backends."""
+    target = tmp_path / "target"
+    target.mkdir()
+    key, value = f"fs.viewfs.mounttable.{MOUNT}.link./data", target.as_uri()
+    if backend == "hadoop":
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        assert context is not None
+        context._jsc.hadoopConfiguration().set(key, value)
+    monkeypatch.setattr(arrowfs, "_settings", {key: value})
+    return f"viewfs://{MOUNT}/data"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_root_with_escapes_spaces_or_unicode_is_the_directory_it_spells(
+    tmp_path: Path, name: str, backend: str
+) -> None:
+    root = f"file://{tmp_path}/{name}"
+    fs = FileSystem(root)
+    fs.write_text(join(root, "a.txt"), "rows")
+    fs.move(join(root, "a.txt"), join(root, "b.txt"))
+
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    assert [p.name for p in (tmp_path / name).iterdir()] == ["b.txt"]
+    assert [f.relative for f in fs.list_files(root)] == ["b.txt"]
+    assert fs.read_text(join(root, "b.txt")) == "rows"
+
+
+def test_a_hive_style_location_without_slashes_resolves_the_same(tmp_path: Path, backend: str) -> None:
+    (tmp_path / "p=%252e").mkdir()
+    (tmp_path / "p=%252e" / "f").write_text("x")
+    location = f"file:{tmp_path}/p=%252e"  # as the HMS stores a partition location
+
+    assert [f.relative for f in FileSystem(location).list_files(location)] == ["f"]
+
+
+def _exercise(root: str) -> None:
+    """Every operation of the commit path, checked through the interface itself."""
+    fs = FileSystem(root)
+    fs.write_json(join(root, "_log", "q", "1.completed"), {"batch": 1})
+    fs.write_json(join(root, "_log", "q", "1.completed"), {"batch": 2})  # replaces, atomically
+    assert fs.read_json(join(root, "_log", "q", "1.completed")) == {"batch": 2}
+    with fs.open_output(join(root, "staging", "k=a b", "part-0.parquet")) as out:
+        pq.write_table(pa.table({"x": list(range(100))}), out)
+    fs.write_bytes(join(root, "staging", "k=a b", "part-1.parquet"), b"")
+    assert [f.relative for f in fs.list_files(join(root, "staging"))] == [
+        "k=a b/part-0.parquet",
+        "k=a b/part-1.parquet",
+    ]
+    assert fs.list_dirs(root) == ["_log", "staging"]
+    fs.move(join(root, "staging", "k=a b", "part-0.parquet"), join(root, "k=a b", "part-0.parquet"))
+    fs.move(join(root, "staging", "k=a b", "part-1.parquet"), join(root, "k=a b", "part-0.parquet"))  # file onto file
+    fs.write_bytes(join(root, "staging", "k=a b", "part-1.parquet"), b"later")
+    fs.copy(join(root, "staging", "k=a b", "part-1.parquet"), join(root, "copies", "c"))
+    assert fs.read_bytes(join(root, "copies", "c")) == b"later"
+    assert fs.exists(join(root, "k=a b", "part-0.parquet"))
+    assert fs.is_dir(join(root, "k=a b")) and not fs.is_dir(join(root, "k=a b", "part-0.parquet"))
+    assert not fs.exists(join(root, "nothing"))
+    assert fs.list_files(join(root, "nothing")) == [] and fs.list_dirs(join(root, "nothing")) == []
+    with pytest.raises(FileNotFoundError):
+        fs.read_text(join(root, "nothing"))
+    fs.delete_dir(join(root, "staging"))
+    fs.delete_file(join(root, "copies", "c"))
+    fs.delete_file(join(root, "copies", "absent"))
+    listed = fs.list_files(root)
+    assert [f.relative for f in listed] == ["_log/q/1.completed", "k=a b/part-0.parquet"]
+    assert all(f.uri == join(root, f.relative) for f in listed)
+
+
+def test_every_operation_on_a_local_root(tmp_path: Path, backend: str) -> None:
+    _exercise(tmp_path.as_uri())
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name.endswith(".crc")) == []
+
+
+def test_every_operation_on_a_viewfs_mount(tmp_path: Path, viewfs_root: str) -> None:
+    _exercise(viewfs_root)
+    assert (tmp_path / "target" / "k=a b" / "part-0.parquet").is_file()
+
+
+def test_parquet_footers_read_through_the_interface(tmp_path: Path, viewfs_root: str) -> None:
+    fs = FileSystem(viewfs_root)
+    uri = join(viewfs_root, "f.parquet")
+    with fs.open_output(uri) as out:
+        pq.write_table(pa.table({"x": list(range(1000))}), out)
+    with fs.open_input(uri) as handle:
+        assert pq.ParquetFile(handle).metadata.num_rows == 1000
+
+
+def test_a_viewfs_path_outside_every_link_is_refused(viewfs_root: str, backend: str) -> None:
+    outside = f"viewfs://{MOUNT}/elsewhere/x"
+    # Hadoop: the mount table's internal dirs are read-only; the fallback names the mount table.
+    with pytest.raises(
+        (FileSystemError, OSError), match="mount table" if backend == "pyarrow" else "readonly|read-only|Internal"
+    ):
+        FileSystem(outside).write_text(outside, "x")
+
+
+def test_the_fallback_maps_s3a_keys_per_bucket_first() -> None:
+    conf = arrowfs.hadoop_settings(
+        {
+            "spark.hadoop.fs.s3a.access.key": "AK",
+            "spark.hadoop.fs.s3a.secret.key": "SK",
+            "spark.hadoop.fs.s3a.endpoint": "http://minio:9000",
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.bucket.other.endpoint.region": "eu-west-1",
+            "spark.sql.shuffle.partitions": "4",
+        }
+    )
+    options: dict[str, Any] = arrowfs.s3_options(conf, "other")
+    assert options == {
+        "access_key": "AK",
+        "secret_key": "SK",
+        "endpoint_override": "minio:9000",
+        "scheme": "http",
+        "region": "eu-west-1",
+    }
+
+
+def test_the_fallback_names_what_serves_an_unknown_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BACKEND_ENV, "pyarrow")
+    with pytest.raises(FileSystemError, match="Without a JVM"):
+        FileSystem("wasb://c@a.blob.core.windows.net/t").exists("wasb://c@a.blob.core.windows.net/t/x")
+
+
+@pytest.mark.spark
+def test_auto_keeps_local_paths_on_pyarrow_and_sends_the_rest_to_spark(spark, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BACKEND_ENV, "auto")
+    assert backend_name("file:///tmp/t") == "pyarrow"
+    assert backend_name(f"viewfs://{MOUNT}/data/t") == "hadoop"
+    assert backend_name("s3a://bucket/t") == "hadoop"
