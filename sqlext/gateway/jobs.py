@@ -28,7 +28,8 @@ from TCLIService import ttypes
 
 from sqlext.errors import SqlextError
 from sqlext.gateway.results import ResultColumn, ResultSet
-from sqlext.sql.parser import ShowJobs, StopJob, parse_statement
+from sqlext.sql.parser import parse_statement
+from sqlext.sql.statements import ShowJobs, StopJob
 
 if TYPE_CHECKING:
     from sqlext.connectors.filesystem.sink import RunningInsert

@@ -21,6 +21,7 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
 from sqlext.frames import OK, StatementResult
 from sqlext.sql import parser as p
+from sqlext.sql import statements as st
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class SqlextSession:
         """Run one statement: a sqlext statement's result as rows, a statement passed to Spark as Spark's
         DataFrame."""
         statement = p.parse_statement(text)
-        if isinstance(statement, p.Passthrough):
+        if isinstance(statement, st.Passthrough):
             return self._spark_sql(text, *args, **kwargs)
         try:
             self._check_metastore_unchanged()
@@ -144,21 +145,21 @@ class SqlextSession:
 
     # -- statements ------------------------------------------------------------------------------
 
-    def _execute(self, statement: p.Statement) -> StatementResult | DataFrame:
+    def _execute(self, statement: st.Statement) -> StatementResult | DataFrame:
         handler = getattr(self, f"_on_{type(statement).__name__}", None)
         if handler is None:
             raise SqlextError(f"Statement not supported: {statement.sql}", statement=statement.sql)
         result: StatementResult | DataFrame = handler(statement)
         return result
 
-    def _on_CreateTable(self, statement: p.CreateTable) -> StatementResult:
+    def _on_CreateTable(self, statement: st.CreateTable) -> StatementResult:
         from dataclasses import replace
 
         table = replace(statement.table, identifier=self.resolve(statement.table.identifier))
         self.catalog.create_table(table, statement.if_not_exists)
         return OK
 
-    def _on_CreateTableLike(self, statement: p.CreateTableLike) -> StatementResult:
+    def _on_CreateTableLike(self, statement: st.CreateTableLike) -> StatementResult:
         from dataclasses import replace
 
         from sqlext.sql.ddl import merge_like
@@ -168,7 +169,7 @@ class SqlextSession:
         self.catalog.create_table(merge_like(base, derived), statement.if_not_exists)
         return OK
 
-    def _on_CreateDatabase(self, statement: p.CreateDatabase) -> StatementResult:
+    def _on_CreateDatabase(self, statement: st.CreateDatabase) -> StatementResult:
         warehouse = self.config.get(WAREHOUSE)
         location = f"{warehouse.rstrip('/')}/{statement.name}.db" if warehouse else None
         self.catalog.create_database(
@@ -176,7 +177,7 @@ class SqlextSession:
         )
         return OK
 
-    def _on_DropTable(self, statement: p.DropTable) -> StatementResult | DataFrame:
+    def _on_DropTable(self, statement: st.DropTable) -> StatementResult | DataFrame:
         ident = self.resolve(statement.target)
         if not statement.temporary and self._is_plain_hive_table(ident):
             return self._spark_sql(statement.sql)  # Spark drops its own tables (and a managed table's data)
@@ -190,17 +191,17 @@ class SqlextSession:
             and not self.catalog.table_exists(ident)
         )
 
-    def _on_AlterTableOptions(self, statement: p.AlterTableOptions) -> StatementResult:
+    def _on_AlterTableOptions(self, statement: st.AlterTableOptions) -> StatementResult:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
         return OK
 
-    def _on_ShowCreateTable(self, statement: p.ShowCreateTable) -> StatementResult:
+    def _on_ShowCreateTable(self, statement: st.ShowCreateTable) -> StatementResult:
         from sqlext.sql.ddl import show_create_table
 
         table = self.catalog.get_table(self.resolve(statement.target))
         return StatementResult("createtab_stmt STRING", [(show_create_table(table),)])
 
-    def _on_Describe(self, statement: p.Describe) -> StatementResult | DataFrame:
+    def _on_Describe(self, statement: st.Describe) -> StatementResult | DataFrame:
         from sqlext.sql.ddl import describe_rows
 
         ident = self.resolve(statement.target)
@@ -210,30 +211,30 @@ class SqlextSession:
             "col_name STRING, data_type STRING, comment STRING", describe_rows(self.catalog.get_table(ident))
         )
 
-    def _on_ShowTables(self, statement: p.ShowTables) -> StatementResult:
+    def _on_ShowTables(self, statement: st.ShowTables) -> StatementResult:
         database = statement.database or self.current_database
         return StatementResult(
             "database STRING, tableName STRING", [(database, t) for t in self.catalog.list_tables(database)]
         )
 
-    def _on_UseDatabase(self, statement: p.UseDatabase) -> StatementResult:
+    def _on_UseDatabase(self, statement: st.UseDatabase) -> StatementResult:
         if not self.catalog.database_exists(statement.name):
             raise TableNotFoundError(f"Database '{statement.name}' does not exist.")
         self._spark_sql(f"USE `{statement.name}`")
         self.current_database = statement.name
         return OK
 
-    def _on_SetOption(self, statement: p.SetOption) -> StatementResult:
+    def _on_SetOption(self, statement: st.SetOption) -> StatementResult:
         if statement.key is None:
             return StatementResult("key STRING, value STRING", sorted(self.options.items()))
         self.options[statement.key] = statement.value or ""
         return StatementResult("key STRING, value STRING", [(statement.key, statement.value)])
 
-    def _on_ResetOption(self, statement: p.ResetOption) -> StatementResult:
+    def _on_ResetOption(self, statement: st.ResetOption) -> StatementResult:
         self.reset_options(statement.key)
         return OK
 
-    def _on_Insert(self, statement: p.Insert) -> StatementResult | DataFrame:
+    def _on_Insert(self, statement: st.Insert) -> StatementResult | DataFrame:
         from dataclasses import replace
 
         try:
@@ -249,7 +250,7 @@ class SqlextSession:
             return self._spark_sql(statement.sql)  # a plain Spark/Hive table
         return execute_insert(self, replace(statement, target=target))
 
-    def _on_ShowJobs(self, statement: p.ShowJobs) -> StatementResult:
+    def _on_ShowJobs(self, statement: st.ShowJobs) -> StatementResult:
         from sqlext.jobs.checkpoint import started_checkpoint
 
         rows = []
@@ -262,7 +263,7 @@ class SqlextSession:
             "job_id STRING, job_name STRING, status STRING, checkpoint STRING, identity STRING", rows
         )
 
-    def _on_StopJob(self, statement: p.StopJob) -> StatementResult:
+    def _on_StopJob(self, statement: st.StopJob) -> StatementResult:
         query = self.spark.streams.get(statement.job_id)
         if query is None:
             raise SqlextError(f"No running job with id '{statement.job_id}'; SHOW JOBS lists them.")

@@ -26,6 +26,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
 
 from sqlext.errors import ValidationError
+from sqlext.sql.dialect import Flink
 
 T = exp.DType
 
@@ -69,8 +70,6 @@ def _display(data_type: exp.DataType) -> str:
 
 def parse_type(text: str) -> exp.DataType:
     """Parse a Flink type with sqlext's Flink dialect."""
-    from sqlext.sql.parser import Flink
-
     try:
         return exp.DataType.build(text, dialect=Flink)
     except (SqlglotParseError, ValueError) as exc:

@@ -16,7 +16,8 @@ from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.paths import pyspark_jars_dir
-from sqlext.sql.parser import CreateDatabase, CreateTable, parse_statements
+from sqlext.sql.parser import parse_statements
+from sqlext.sql.statements import CreateDatabase, CreateTable
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed
 

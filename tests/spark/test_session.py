@@ -11,7 +11,8 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.spark.session import extend
-from sqlext.sql.parser import CreateTable, parse_statement
+from sqlext.sql.parser import parse_statement
+from sqlext.sql.statements import CreateTable
 from tests.support.streams import write_hourly_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]

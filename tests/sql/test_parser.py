@@ -8,7 +8,8 @@ import pytest
 from sqlglot import exp
 
 from sqlext.errors import ParseError, ValidationError
-from sqlext.sql.parser import (
+from sqlext.sql.parser import parse_statement, parse_statements, split_statements
+from sqlext.sql.statements import (
     AlterTableOptions,
     CreateDatabase,
     CreateTable,
@@ -22,9 +23,6 @@ from sqlext.sql.parser import (
     ShowCreateTable,
     ShowTables,
     UseDatabase,
-    parse_statement,
-    parse_statements,
-    split_statements,
 )
 from sqlext.sql.types import hive_type, normalize, spark_type
 from sqlext.table import Column, TableIdentifier, Watermark

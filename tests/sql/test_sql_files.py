@@ -11,7 +11,8 @@ import pytest
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.sql.ddl import show_create_table
-from sqlext.sql.parser import CreateDatabase, CreateTable, parse_statement, parse_statements
+from sqlext.sql.parser import parse_statement, parse_statements
+from sqlext.sql.statements import CreateDatabase, CreateTable
 from sqlext.sql.types import hive_type
 from sqlext.table import TableDefinition, TableIdentifier
 from tests.support.services import spark_own_sql

@@ -10,7 +10,8 @@ import pytest
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.errors import FactoryError, OptionError, ParseError, SqlextError, TableExistsError, ValidationError
-from sqlext.sql.parser import CreateTable, parse_statement
+from sqlext.sql.parser import parse_statement
+from sqlext.sql.statements import CreateTable
 
 pytestmark = [pytest.mark.hms]
 

@@ -23,7 +23,8 @@ from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.connectors.filesystem.trigger import create_trigger
 from sqlext.errors import SqlextError
 from sqlext.registry import validate_table
-from sqlext.sql.parser import CreateTable, parse_statement
+from sqlext.sql.parser import parse_statement
+from sqlext.sql.statements import CreateTable
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.flink import Flink, FlinkError
 

@@ -28,7 +28,8 @@ import pytest
 from sqlext.connectors.filesystem import FileSystemTableFactory
 from sqlext.registry import SourceContext
 from sqlext.spark.session import extend
-from sqlext.sql.parser import CreateTable, parse_statement
+from sqlext.sql.parser import parse_statement
+from sqlext.sql.statements import CreateTable
 from tests.support import interop
 from tests.support.flink import Flink
 from tests.support.services import spark_own_sql

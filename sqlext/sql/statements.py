@@ -1,0 +1,143 @@
+"""The statements sqlext runs itself, as :func:`sqlext.sql.parser.parse_statement` returns them; anything
+else is :class:`Passthrough`: Spark runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from sqlext.sql.syntax import table_identifier
+from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
+
+# -- statements -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+
+
+@dataclass(frozen=True)
+class Passthrough(Statement):
+    """Not sqlext's: Spark runs it unchanged."""
+
+
+@dataclass(frozen=True)
+class CreateTable(Statement):
+    table: TableDefinition
+    if_not_exists: bool = False
+    like: TableIdentifier | None = None
+    like_options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CreateTableLike(Statement):
+    """``CREATE TABLE t (...) WITH (...) LIKE base (options)``: merged with ``base`` when it runs."""
+
+    identifier: TableIdentifier
+    like: TableIdentifier
+    like_options: tuple[str, ...] = ()
+    if_not_exists: bool = False
+    temporary: bool = False
+    columns: tuple[Column, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+    partition_keys: tuple[str, ...] = ()
+    watermark: Watermark | None = None
+    primary_key: tuple[str, ...] = ()
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateDatabase(Statement):
+    """``CREATE DATABASE [IF NOT EXISTS] name [COMMENT '...'] [WITH ('k' = 'v', ...)]``."""
+
+    name: str
+    if_not_exists: bool = False
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DropTable(Statement):
+    target: TableIdentifier
+    if_exists: bool = False
+    temporary: bool = False
+
+
+@dataclass(frozen=True)
+class AlterTableOptions(Statement):
+    target: TableIdentifier
+    set_options: dict[str, str] = field(default_factory=dict)
+    reset_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShowCreateTable(Statement):
+    target: TableIdentifier
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    target: TableIdentifier
+
+
+@dataclass(frozen=True)
+class ShowTables(Statement):
+    database: str | None = None
+
+
+@dataclass(frozen=True)
+class UseDatabase(Statement):
+    name: str
+
+
+@dataclass(frozen=True)
+class SetOption(Statement):
+    """``SET 'k' = 'v'``; both None: ``SET`` alone (list the options)."""
+
+    key: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class ResetOption(Statement):
+    """``RESET 'k'``; key None: ``RESET`` (all)."""
+
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class Insert(Statement):
+    """``INSERT INTO|OVERWRITE target [PARTITION (k = 'v', ...)] query``; a leading ``WITH`` belongs to the query."""
+
+    target: TableIdentifier
+    query: exp.Expr
+    static_partitions: dict[str, str] = field(default_factory=dict)
+    overwrite: bool = False
+
+    @property
+    def query_sql(self) -> str:
+        """The query as Spark SQL."""
+        return self.query.sql(dialect="spark")
+
+    @property
+    def source_tables(self) -> tuple[TableIdentifier, ...]:
+        """Tables the query reads, each once, without CTE names (unqualified names: database "")."""
+        ctes = {cte.alias_or_name.lower() for cte in self.query.find_all(exp.CTE)}
+        found: dict[TableIdentifier, None] = {}
+        for table in self.query.find_all(exp.Table):
+            if not table.name or (not table.db and table.name.lower() in ctes):
+                continue
+            found.setdefault(table_identifier(table))
+        return tuple(found)
+
+
+@dataclass(frozen=True)
+class ShowJobs(Statement):
+    pass
+
+
+@dataclass(frozen=True)
+class StopJob(Statement):
+    job_id: str
