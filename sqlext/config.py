@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlext.catalog.metastore.client import RetryPolicy
-from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.errors import ConfigError
 from sqlext.options import parse_duration
 from sqlext.paths import default_home, packaged_conf_dir
@@ -102,10 +100,11 @@ class SqlextConfig:
         return self.values.get(METASTORE_URIS) or None
 
     @property
-    def retry(self) -> RetryPolicy:
+    def retry_deadline_s(self) -> float:
+        """How long metastore calls retry transport errors (``spark.sqlext.metastore.retry.deadline``)."""
         raw = self.values.get(METASTORE_RETRY_DEADLINE, "60 s")
         try:
-            return RetryPolicy(deadline_s=parse_duration(raw).total_seconds())
+            return parse_duration(raw).total_seconds()
         except ValueError as exc:
             raise ConfigError(
                 f"Invalid value for '{METASTORE_RETRY_DEADLINE}': '{raw}'. Expected {exc}.",
@@ -116,32 +115,3 @@ class SqlextConfig:
     @property
     def home(self) -> Path:
         return default_home()
-
-    def metastore_settings(self) -> MetastoreSettings:
-        """Settings of the embedded metastore from the ``spark.sqlext.metastore.*`` keys."""
-        v = self.values
-        try:
-            port = int(v.get(METASTORE_PORT, "9083"))
-            backend = Backend(v.get(METASTORE_BACKEND, "derby"))
-        except ValueError as exc:
-            raise ConfigError(f"Invalid embedded metastore setting: {exc}.") from None
-        home = Path(v[METASTORE_HOME]) if METASTORE_HOME in v else default_home() / "metastore"
-        postgres = backend is Backend.POSTGRES
-        return MetastoreSettings(
-            port=port,
-            home=home,
-            warehouse=v.get(WAREHOUSE),
-            backend=backend,
-            jdbc_url=v.get(METASTORE_JDBC_URL),
-            user=v.get(METASTORE_USER, "hive" if postgres else "APP"),
-            password=v.get(METASTORE_PASSWORD, "hive" if postgres else "mine"),
-            jdbc_driver_jar=Path(v[METASTORE_DRIVER_JAR]) if METASTORE_DRIVER_JAR in v else None,
-            hadoop=tuple(
-                sorted(
-                    (k[len(METASTORE_HADOOP_PREFIX) :], val)
-                    for k, val in v.items()
-                    if k.startswith(METASTORE_HADOOP_PREFIX)
-                )
-            ),
-            hadoop_conf_dir=Path(v[METASTORE_HADOOP_CONF_DIR]) if METASTORE_HADOOP_CONF_DIR in v else None,
-        )

@@ -46,6 +46,9 @@ class SourceContext:
     spark: SparkSession
     table: TableDefinition
     streaming: bool
+    #: A directory the source may keep state of its own under: the session's checkpoint root when an
+    #: insert or lookup join builds the source; None where nothing may be kept.
+    state_root: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,11 @@ class ConnectorFactory(ABC):
     def validate(self, table: TableDefinition) -> None:
         """Check the table's options (Flink's wording for missing, unparsable and unknown options)."""
         validate(self.identifier, table.options, self.required_options(), self.optional_options())
+
+    def effective_defaults(self, table: TableDefinition) -> list[tuple[str, str]]:
+        """Options the table leaves unset whose default matters and differs from what a Flink user may
+        assume (``DESCRIBE`` lists them under "Defaults in effect")."""
+        return []
 
     def is_bounded(self, table: TableDefinition) -> bool:
         """Whether the source ends by itself. A streaming insert reading only bounded sources runs with

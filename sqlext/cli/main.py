@@ -31,7 +31,7 @@ CONF_HELP = (
 
 
 def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
-    base = SqlextConfig.load().metastore_settings()
+    base = launcher.MetastoreSettings.from_config(SqlextConfig.load())
     backend = Backend(args.backend) if args.backend else base.backend
     postgres = backend is Backend.POSTGRES
     return MetastoreSettings(
@@ -129,7 +129,8 @@ def _commits(args: argparse.Namespace) -> int:
 def _compact(args: argparse.Namespace) -> int:
     from sqlext.catalog.hms import Catalog
     from sqlext.catalog.metastore.client import MetastoreClient
-    from sqlext.connectors.filesystem.compaction import DEFAULT_READER_GRACE, compact_table
+    from sqlext.connectors.filesystem.compact_command import compact_table
+    from sqlext.connectors.filesystem.compaction import DEFAULT_READER_GRACE
     from sqlext.options import DURATION_FORM, MEMORY_FORM, parse_duration, parse_memory_size
     from sqlext.table import TableIdentifier
 
@@ -175,14 +176,14 @@ def _metastore_uri(conf: Mapping[str, str]) -> str:
     """The metastore a command reaches: ``--metastore-uri`` / ``--conf`` / the conf file, else the embedded one's
     address (not started: commands that only read say so when it does not answer)."""
     config = SqlextConfig.load(conf)
-    return config.metastore_uris or config.metastore_settings().uri
+    return config.metastore_uris or launcher.MetastoreSettings.from_config(config).uri
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:
     """The metastore a server started from the CLI uses: the configured one, else the embedded one
     (started if needed)."""
     config = SqlextConfig.load(conf)
-    return config.metastore_uris or launcher.start(config.metastore_settings()).uri
+    return config.metastore_uris or launcher.start(launcher.MetastoreSettings.from_config(config)).uri
 
 
 def _control_server(action: str, label: str, settings: ServerSettings, control: ModuleType) -> int:

@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlext.errors import OptionError
+from sqlext.errors import OptionError, ValidationError
 from sqlext.options import (
     BOOLEAN,
     DURATION,
@@ -57,7 +57,7 @@ from sqlext.table import Column, TableDefinition
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 ROWS_PER_SECOND = ConfigOption(
     "rows-per-second",
@@ -301,7 +301,12 @@ class DataGenTableFactory(ConnectorFactory):
         rows = generate(numbered, table)
         if not context.streaming:
             return rows
-        location = _pregenerated(spark, table, rows, rows_per_second)
+        if context.state_root is None:
+            raise ValidationError(
+                f"datagen table {table.identifier} is bounded: streaming it needs a directory to write its rows to "
+                "once (SourceContext.state_root, the checkpoint root), and none was given."
+            )
+        location = _pregenerated(table, rows, rows_per_second, context.state_root)
         return spark.readStream.schema(rows.schema).option("maxFilesPerTrigger", 1).parquet(location)
 
 
@@ -398,16 +403,15 @@ def _random_text(spec: FieldSpec, salt: int) -> SparkColumn:
     return F.unhex(text) if is_bytes else text
 
 
-def _pregenerated(spark: SparkSession, table: TableDefinition, rows: DataFrame, rows_per_second: int) -> str:
+def _pregenerated(table: TableDefinition, rows: DataFrame, rows_per_second: int, state_root: str) -> str:
     """Write a bounded table's rows once (files of ``rows_per_second`` rows) and return where they are."""
     from sqlext.io.fs import FileSystem, join
-    from sqlext.jobs.insert import checkpoint_root
 
     definition = json.dumps(
         [str(table.identifier), [(c.name, c.type) for c in table.physical_columns], sorted(table.options.items())]
     )
     digest = hashlib.sha256(definition.encode()).hexdigest()[:16]
-    location = join(checkpoint_root(spark, None), "_datagen", f"{table.identifier}-{digest}")
+    location = join(state_root, "_datagen", f"{table.identifier}-{digest}")
     if not FileSystem(location).exists(join(location, "_SUCCESS")):
         rows.coalesce(1).write.mode("overwrite").option("maxRecordsPerFile", rows_per_second).parquet(location)
     return location

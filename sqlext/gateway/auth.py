@@ -13,11 +13,12 @@ keys of its own). Only ``True`` lets a user in: ``False``, ``None`` or an except
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
 from sqlext.errors import ConfigError, PolicyError
+from sqlext.gateway.authenticator import Authenticator
+from sqlext.gateway.passwords import FileAuthenticator
 from sqlext.gateway.security import CUSTOM_CLASS, AuthMode, GatewaySecurity
 from sqlext.gateway.throttle import LoginThrottle
 from sqlext.gateway.transport import LoginRefused
@@ -27,14 +28,6 @@ log = logging.getLogger("sqlext.gateway")
 #: What a refused client reads: HiveServer2's own words, whatever the reason.
 LOGIN_REFUSED = "Error validating the login"
 THROTTLED = "Too many failed logins from this address: try again later"
-
-
-class Authenticator(ABC):
-    """Checks a user's password. Subclass it for ``CUSTOM`` authentication."""
-
-    @abstractmethod
-    def authenticate(self, user: str, password: str) -> bool:
-        """True when ``password`` is ``user``'s. Called from many threads at once."""
 
 
 class LdapAuthenticator(Authenticator):
@@ -82,8 +75,6 @@ def load_authenticator(security: GatewaySecurity, conf: Mapping[str, str]) -> Au
     if security.mode is AuthMode.NONE:
         return None
     if security.mode is AuthMode.FILE:
-        from sqlext.gateway.passwords import FileAuthenticator
-
         assert security.users_file is not None
         if not security.users_file.is_file():
             raise ConfigError(

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from sqlext.errors import ConfigError
-from sqlext.gateway.auth import Authenticator
+from sqlext.gateway.authenticator import Authenticator
 
 #: scrypt parameters of new hashes: n = 2**14, r = 8 (16 MiB, tens of ms per check), p = 1.
 LOG2_N, R, P = 14, 8, 1

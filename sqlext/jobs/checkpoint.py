@@ -32,11 +32,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sqlext import config as cfg
 from sqlext.errors import SqlextError, ValidationError
-from sqlext.io.fs import FileSystem, join
+from sqlext.io.fs import FileSystem, join, normalize
 from sqlext.jobs.lease import STATE_DIR, Lease, read_lease
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("sqlext.jobs.checkpoint")
 
@@ -379,3 +383,28 @@ STARTED: dict[str, PreparedCheckpoint] = {}
 
 def started_checkpoint(job_id: str) -> PreparedCheckpoint | None:
     return STARTED.get(job_id)
+
+
+def checkpoint_root(spark: SparkSession, config: Any, metastore_uri: str | None = None) -> str:
+    """``spark.sqlext.checkpoint.root`` (runtime conf, then startup conf), else Spark's
+    ``spark.sql.streaming.checkpointLocation``, else ``$SQLEXT_HOME/checkpoints/<metastore>`` (one dir
+    per metastore, so that tables of the same name in two metastores never share a checkpoint;
+    ``metastore_uri`` defaults to the session's ``spark.sqlext.metastore.uris``)."""
+    root = configured_root(spark, config)
+    if root:
+        return root
+    uri = metastore_uri or spark.conf.get(cfg.METASTORE_URIS, None)
+    return join(legacy_default_root(), metastore_dir_name(uri)) if uri else legacy_default_root()
+
+
+def configured_root(spark: SparkSession, config: Any) -> str | None:
+    root = spark.conf.get(cfg.CHECKPOINT_ROOT, None) or (config.get(cfg.CHECKPOINT_ROOT) if config else None)
+    root = root or spark.conf.get("spark.sql.streaming.checkpointLocation", None)
+    return normalize(root) if root else None
+
+
+def legacy_default_root() -> str:
+    """``$SQLEXT_HOME/checkpoints``: the default root before it had a dir per metastore."""
+    from sqlext.paths import default_home
+
+    return normalize((default_home() / "checkpoints").as_uri())

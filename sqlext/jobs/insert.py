@@ -25,11 +25,9 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import sqlglot
 from sqlglot import expressions as exp
 
 from sqlext import config as cfg
@@ -42,7 +40,9 @@ from sqlext.jobs.checkpoint import (
     InsertIdentity,
     StartMode,
     TableRef,
-    metastore_dir_name,
+    checkpoint_root,
+    configured_root,
+    legacy_default_root,
     normalize_metastore,
     prepare,
     record_in_table,
@@ -50,6 +50,7 @@ from sqlext.jobs.checkpoint import (
 )
 from sqlext.jobs.lease import Lease
 from sqlext.jobs.lookup_join import find_lookup_tables, plan_lookup_join
+from sqlext.jobs.sources import SourceFrame, source_frame
 from sqlext.options import parse_duration
 from sqlext.sink import InsertPlan
 from sqlext.sql.hints import options_hint, with_hint
@@ -65,16 +66,6 @@ CHECKPOINT_INTERVAL = "execution.checkpointing.interval"
 STREAMING, BATCH = "streaming", "batch"
 
 
-@dataclass(frozen=True)
-class SourceFrame:
-    """A source table as a DataFrame, with what the insert needs to know about it."""
-
-    table: TableDefinition
-    frame: DataFrame
-    bounded: bool
-    has_watermark: bool
-
-
 def runtime_mode(options: Mapping[str, str]) -> str:
     mode = options.get(RUNTIME_MODE, STREAMING).strip().lower()
     if mode not in (STREAMING, BATCH):
@@ -88,80 +79,6 @@ def runtime_mode(options: Mapping[str, str]) -> str:
 
 def default_query_name(identifier: TableIdentifier) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"insert_{identifier.database}_{identifier.name}")
-
-
-def checkpoint_root(spark: SparkSession, config: Any, metastore_uri: str | None = None) -> str:
-    """``spark.sqlext.checkpoint.root`` (runtime conf, then startup conf), else Spark's
-    ``spark.sql.streaming.checkpointLocation``, else ``$SQLEXT_HOME/checkpoints/<metastore>`` (one dir
-    per metastore, so that tables of the same name in two metastores never share a checkpoint;
-    ``metastore_uri`` defaults to the session's ``spark.sqlext.metastore.uris``)."""
-    root = _configured_root(spark, config)
-    if root:
-        return root
-    uri = metastore_uri or spark.conf.get(cfg.METASTORE_URIS, None)
-    return join(_legacy_default_root(), metastore_dir_name(uri)) if uri else _legacy_default_root()
-
-
-def _configured_root(spark: SparkSession, config: Any) -> str | None:
-    root = spark.conf.get(cfg.CHECKPOINT_ROOT, None) or (config.get(cfg.CHECKPOINT_ROOT) if config else None)
-    root = root or spark.conf.get("spark.sql.streaming.checkpointLocation", None)
-    return normalize(root) if root else None
-
-
-def _legacy_default_root() -> str:
-    """``$SQLEXT_HOME/checkpoints``: the default root before it had a dir per metastore."""
-    from sqlext.paths import default_home
-
-    return normalize((default_home() / "checkpoints").as_uri())
-
-
-def source_frame(spark: SparkSession, table: TableDefinition, streaming: bool) -> SourceFrame:
-    """Build a source table's DataFrame through its connector, with computed columns and watermark."""
-    from sqlext.registry import SourceContext, factory_for
-
-    factory = factory_for(table)
-    bounded = factory.is_bounded(table)
-    frame = factory.create_source(SourceContext(spark=spark, table=table, streaming=streaming))
-    frame = with_computed_columns(frame, table)
-    has_watermark = False
-    if table.watermark is not None and frame.isStreaming:
-        delay = table.watermark.delay
-        if delay is None:
-            raise ValidationError(
-                f"Unsupported watermark on {table.identifier}: '{table.watermark.expression}'. Spark "
-                f"runs watermarks of the form '{table.watermark.column} - INTERVAL ''n'' unit' "
-                "(or the column alone).",
-                statement=table.watermark.expression,
-            )
-        frame = frame.withWatermark(table.watermark.column, f"{int(delay.total_seconds() * 1000)} milliseconds")
-        has_watermark = True
-    return SourceFrame(table, frame, bounded, has_watermark)
-
-
-def with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame:
-    """The table's columns in order: ``frame``'s, and each computed column evaluated (``PROCTIME()`` is
-    Spark's ``current_timestamp()``, the micro-batch's time)."""
-    from pyspark.sql import functions as F
-
-    if not any(column.expression for column in table.columns):
-        return frame
-    selected = []
-    for column in table.columns:
-        if column.expression:
-            spark_sql = _proctime_as_now(sqlglot.parse_one(column.expression, read="spark")).sql(dialect="spark")
-            selected.append(F.expr(spark_sql).alias(column.name))
-        else:
-            selected.append(F.col(f"`{column.name}`"))
-    return frame.select(*selected)
-
-
-def _proctime_as_now(expression: exp.Expr) -> exp.Expr:
-    def replace(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME" and not node.expressions:
-            return exp.CurrentTimestamp()
-        return node
-
-    return expression.transform(replace)
 
 
 def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: Mapping[str, str]) -> DataFrame:
@@ -209,7 +126,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     checkpoint_location = join(
         checkpoint_root(spark, session.config, getattr(session, "metastore_uri", None)), query_name
     )
-    if mode == STREAMING and _configured_root(spark, session.config) is None:
+    if mode == STREAMING and configured_root(spark, session.config) is None:
         _move_legacy_checkpoint(sink, query_name, checkpoint_location)
     # Claimed before the query is planned, confirmed after: the lease's settle wait passes while Spark plans.
     lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
@@ -337,7 +254,7 @@ def _sink_has_log(sink: TableDefinition, query_name: str) -> bool:
 def _move_legacy_checkpoint(sink: TableDefinition, query_name: str, location: str) -> None:
     """Checkpoints at ``$SQLEXT_HOME/checkpoints/<name>`` (before the default root had a dir per
     metastore) move to their new place when their sink's commit log shows they are this insert's."""
-    legacy = join(_legacy_default_root(), query_name)
+    legacy = join(legacy_default_root(), query_name)
     fs = FileSystem(legacy)
     if legacy == location or fs.exists(location) or not fs.is_dir(join(legacy, "offsets")):
         return

@@ -32,7 +32,9 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import expressions as exp
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem import streaming_source as ss
+from sqlext.connectors.filesystem.streaming_partitions import PartitionSnapshot, is_switched, key_function, poll
+from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming_spec import SourceSpec
 from sqlext.errors import ValidationError
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition, TableIdentifier
@@ -102,7 +104,7 @@ def find_lookup_tables(
                 "the newest partition of a partitioned table.",
                 option=fso.STREAMING_SOURCE_PARTITION_INCLUDE.key,
             )
-        ss.StreamingSourceSettings.from_table(table)
+        StreamingSourceSettings.from_table(table)
         found[ident] = table
     if found:
         _check_row_by_row(query)
@@ -195,7 +197,7 @@ class LatestPartition:
                 self._frame = empty_frame(spark, self.table)
                 log.info("lookup %s: no committed partition yet; joins find no rows", self.table.identifier)
             return
-        if ss.is_switched(newest) and self._frame is not None:
+        if is_switched(newest) and self._frame is not None:
             return  # compaction is swapping its files: keep the cached rows until it switches back
         loaded = (newest.name, newest.signature)
         if loaded == self._loaded and self._frame is not None:
@@ -213,13 +215,13 @@ class LatestPartition:
             self.interval,
         )
 
-    def _newest(self) -> ss.PartitionSnapshot | None:
+    def _newest(self) -> PartitionSnapshot | None:
         from sqlext.catalog.metastore.client import MetastoreClient
 
         spec = source_spec(self.table, self.metastore_uris)
-        key = ss.key_function(spec, spec.settings())
+        key = key_function(spec, spec.settings())
         with MetastoreClient(self.metastore_uris) as client:
-            partitions = ss.poll(spec, client)
+            partitions = poll(spec, client)
         return max(partitions, key=lambda p: (key(p), p.name), default=None)
 
     def release(self) -> None:
@@ -229,15 +231,15 @@ class LatestPartition:
             self._frame = None
 
 
-def source_spec(table: TableDefinition, metastore_uris: str) -> ss.SourceSpec:
+def source_spec(table: TableDefinition, metastore_uris: str) -> SourceSpec:
     """What the streaming source's metastore polling needs to know of ``table``."""
-    return ss.SourceSpec.of_table(table, metastore_uris, hadoop={})
+    return SourceSpec.of_table(table, metastore_uris, hadoop={})
 
 
-def partition_frame(spark: SparkSession, table: TableDefinition, partition: ss.PartitionSnapshot) -> DataFrame:
+def partition_frame(spark: SparkSession, table: TableDefinition, partition: PartitionSnapshot) -> DataFrame:
     """One partition's rows as the table's rows: its files read through the table's connector (any format),
     the partition values as columns of the table's types (the default partition name as NULL)."""
-    from sqlext.jobs.insert import source_frame
+    from sqlext.jobs.sources import source_frame
 
     keys = {key.lower(): value for key, value in zip(table.partition_keys, partition.values, strict=True)}
     nulls = {Options(table.options).get(fso.PARTITION_DEFAULT_NAME), fso.HIVE_DEFAULT_PARTITION}
@@ -266,7 +268,7 @@ def _literal(value: str, flink_type: str, nulls: Collection[str | None]) -> str:
 
 def empty_frame(spark: SparkSession, table: TableDefinition) -> DataFrame:
     """No rows, the table's columns (for planning, and before anything is committed)."""
-    from sqlext.jobs.insert import with_computed_columns
+    from sqlext.jobs.sources import with_computed_columns
     from sqlext.sql.types import spark_type
 
     stored = [column for column in table.columns if column.is_physical or column.metadata_key]

@@ -37,10 +37,12 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from sqlext.catalog.formats import CsvTextForm, ltz_columns
+from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.catalog.formats import ltz_columns
 from sqlext.catalog.metastore.client import RetryPolicy
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
+from sqlext.connectors.filesystem.batch_plan import BatchInfo, StagedFile
+from sqlext.connectors.filesystem.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.io import arrowfs
@@ -299,7 +301,7 @@ def _split_by_keys(rows: Any, keys: tuple[str, ...]) -> Iterator[tuple[list[str 
 def _write_format(
     file_format: str, rows: Any, out: Any, form: CsvTextForm | None = None, ltz: Sequence[str] = ()
 ) -> None:
-    """One staged file; csv in the table's text form (see :mod:`sqlext.catalog.formats`), as the sink writes it."""
+    """One staged file; csv in the table's text form (see :mod:`sqlext.catalog.csv_text`), as the sink writes it."""
     if file_format == "parquet":
         import pyarrow.parquet as pq
 
@@ -354,7 +356,7 @@ def register(spark: Any) -> None:
     config = SqlextConfig.load()
     uri = spark.conf.get(METASTORE_URIS, None) or config.metastore_uris
     if not uri:
-        uri = launcher.start(config.metastore_settings()).uri
+        uri = launcher.start(launcher.MetastoreSettings.from_config(config)).uri
     defaults = {"metastore.uris": uri}
     deadline = spark.conf.get(METASTORE_RETRY_DEADLINE, None) or config.get(METASTORE_RETRY_DEADLINE)
     if deadline:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.metastore import launcher
-from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
@@ -34,7 +34,7 @@ _ATTRIBUTE = "_sqlext_session"
 
 def resolve_metastore_uri(config: SqlextConfig) -> str:
     """The configured metastore, or the embedded one (started now if it is not running)."""
-    return config.metastore_uris or launcher.start(config.metastore_settings()).uri
+    return config.metastore_uris or launcher.start(launcher.MetastoreSettings.from_config(config)).uri
 
 
 def spark_session(
@@ -74,7 +74,9 @@ class SqlextSession:
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 
-        self.catalog = Catalog(MetastoreClient(self.metastore_uri, self.config.retry))
+        self.catalog = Catalog(
+            MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
+        )
         self.options: dict[str, str] = self._configured_options()
         self.current_database = DEFAULT_DATABASE
         self._spark_sql = spark.sql

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlext.connectors.filesystem import options as fso
+from sqlext.errors import FactoryError
+from sqlext.registry import find_factory
 from sqlext.table import Column, TableDefinition
 
 
@@ -56,17 +57,11 @@ def show_create_table(table: TableDefinition) -> str:
 
 
 def effective_defaults(table: TableDefinition) -> list[tuple[str, str]]:
-    """Options whose unset value matters and differs from what a Flink user may assume."""
-    if table.connector != "filesystem":
+    """Options whose unset value matters and differs from what a Flink user may assume (the connector's)."""
+    try:
+        return find_factory(table.connector).effective_defaults(table) if table.connector else []
+    except FactoryError:
         return []
-    defaults = []
-    if table.partition_keys and fso.COMMIT_POLICY_KIND.key not in table.options:
-        defaults.append((fso.COMMIT_POLICY_KIND.key, ",".join(fso.DEFAULT_POLICIES)))
-    if table.partition_keys and fso.PARTITION_DEFAULT_NAME.key not in table.options:
-        defaults.append((fso.PARTITION_DEFAULT_NAME.key, fso.HIVE_DEFAULT_PARTITION))
-    if table.partition_keys and fso.COMMIT_TRIGGER.key not in table.options:
-        defaults.append((fso.COMMIT_TRIGGER.key, fso.TRIGGER_PROCESS_TIME))
-    return defaults
 
 
 def describe_rows(table: TableDefinition) -> list[tuple[Any, ...]]:

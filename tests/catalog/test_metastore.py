@@ -198,7 +198,9 @@ def test_hadoop_settings_overlay_the_hadoop_conf_dir_in_the_metastores_core_site
 def test_metastore_hadoop_keys_come_from_the_sqlext_conf() -> None:
     from sqlext.config import SqlextConfig
 
-    settings = SqlextConfig(
-        {"spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./x": "file:///d", "spark.sqlext.warehouse": "w"}
-    ).metastore_settings()
+    settings = launcher.MetastoreSettings.from_config(
+        SqlextConfig(
+            {"spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./x": "file:///d", "spark.sqlext.warehouse": "w"}
+        )
+    )
     assert settings.hadoop == (("fs.viewfs.mounttable.c.link./x", "file:///d"),)

@@ -182,7 +182,9 @@ def checkpoint_root(spark: Any, tmp_path: Path) -> Iterator[Path]:
 def _source(spark: Any, table: TableDefinition, streaming: bool) -> Any:
     factory = find_factory(table.connector or "")
     factory.validate(table)
-    return factory.create_source(SourceContext(spark, table, streaming=streaming))
+    return factory.create_source(
+        SourceContext(spark, table, streaming=streaming, state_root=checkpoint_root(spark, None))
+    )
 
 
 def _write_csv(path: Path, lines: list[str]) -> None:

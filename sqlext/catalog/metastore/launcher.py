@@ -28,9 +28,11 @@ from pathlib import Path
 from string import Template
 from xml.sax.saxutils import escape
 
+from sqlext import config as cfg
 from sqlext import process
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
-from sqlext.errors import JavaNotFoundError, MetastoreError
+from sqlext.config import SqlextConfig
+from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
 from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
 
 MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
@@ -64,6 +66,36 @@ class MetastoreSettings:
     host: str = "127.0.0.1"
     heap: str = "512m"
     startup_timeout_s: float = 180.0
+
+    @classmethod
+    def from_config(cls, config: SqlextConfig) -> MetastoreSettings:
+        """Settings of the embedded metastore from the ``spark.sqlext.metastore.*`` keys."""
+        v = config.values
+        try:
+            port = int(v.get(cfg.METASTORE_PORT, "9083"))
+            backend = Backend(v.get(cfg.METASTORE_BACKEND, "derby"))
+        except ValueError as exc:
+            raise ConfigError(f"Invalid embedded metastore setting: {exc}.") from None
+        home = Path(v[cfg.METASTORE_HOME]) if cfg.METASTORE_HOME in v else default_home() / "metastore"
+        postgres = backend is Backend.POSTGRES
+        return cls(
+            port=port,
+            home=home,
+            warehouse=v.get(cfg.WAREHOUSE),
+            backend=backend,
+            jdbc_url=v.get(cfg.METASTORE_JDBC_URL),
+            user=v.get(cfg.METASTORE_USER, "hive" if postgres else "APP"),
+            password=v.get(cfg.METASTORE_PASSWORD, "hive" if postgres else "mine"),
+            jdbc_driver_jar=Path(v[cfg.METASTORE_DRIVER_JAR]) if cfg.METASTORE_DRIVER_JAR in v else None,
+            hadoop=tuple(
+                sorted(
+                    (k[len(cfg.METASTORE_HADOOP_PREFIX) :], val)
+                    for k, val in v.items()
+                    if k.startswith(cfg.METASTORE_HADOOP_PREFIX)
+                )
+            ),
+            hadoop_conf_dir=Path(v[cfg.METASTORE_HADOOP_CONF_DIR]) if cfg.METASTORE_HADOOP_CONF_DIR in v else None,
+        )
 
     def __post_init__(self) -> None:
         if not 0 < self.port < 65536:

@@ -68,6 +68,17 @@ class FileSystemTableFactory(ConnectorFactory):
                     value=column.metadata_key,
                 )
 
+    def effective_defaults(self, table: TableDefinition) -> list[tuple[str, str]]:
+        """The partition commit's defaults, which differ from what a Flink user of the Hive sink may assume."""
+        defaults = []
+        if table.partition_keys and fso.COMMIT_POLICY_KIND.key not in table.options:
+            defaults.append((fso.COMMIT_POLICY_KIND.key, ",".join(fso.DEFAULT_POLICIES)))
+        if table.partition_keys and fso.PARTITION_DEFAULT_NAME.key not in table.options:
+            defaults.append((fso.PARTITION_DEFAULT_NAME.key, fso.HIVE_DEFAULT_PARTITION))
+        if table.partition_keys and fso.COMMIT_TRIGGER.key not in table.options:
+            defaults.append((fso.COMMIT_TRIGGER.key, fso.TRIGGER_PROCESS_TIME))
+        return defaults
+
     def is_bounded(self, table: TableDefinition) -> bool:
         """Bounded unless ``source.monitor-interval`` is set or ``streaming-source.enable`` is true."""
         options = Options(table.options)
