@@ -1,1 +1,2 @@
-"""Built-in connectors. Each module declares one connector factory and its options."""
+"""Built-in connectors, one home each (``filesystem/``, ``kafka/``, ``datagen``, ``print``, ``reference``): a factory,
+its options, its source and sink. May import catalog, sql, io and the shared core; never jobs, spark or entry points."""

@@ -16,7 +16,7 @@ the data it already read (or fails on its paths), so each checkpoint records who
 At start (:func:`prepare`) an insert resumes a checkpoint only when it is its own. A checkpoint whose sink
 table was dropped and created again is moved aside (``<checkpoint>.replaced-<UTC time>``, logged) and the
 insert starts fresh; any other difference (metastore, sink name, query, sources) fails the start with an
-error naming the checkpoint, what differs and the ways on. ``SET 'sqlext.jobs.insert.start' = 'fresh'`` (or
+error naming the checkpoint, what differs and the ways on. ``SET 'sqlext.insert.start' = 'fresh'`` (or
 ``sqlext run --fresh``) starts over on purpose, ``'resume'`` resumes a checkpoint whose query changed.
 
 One writer per checkpoint: :func:`prepare` takes the checkpoint's lease (:mod:`sqlext.jobs.lease`) first.
@@ -42,15 +42,15 @@ from sqlext.jobs.lease import STATE_DIR, Lease, read_lease
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger("sqlext.jobs.checkpoint")
+log = logging.getLogger("sqlext.checkpoint")
 
-START_OPTION = "sqlext.jobs.insert.start"
+START_OPTION = "sqlext.insert.start"
 IDENTITY_FILE = "identity.json"
 IDENTITY_VERSION = 1
 
 
 class StartMode(StrEnum):
-    """``sqlext.jobs.insert.start``: what an insert does with the checkpoint it finds."""
+    """``sqlext.insert.start``: what an insert does with the checkpoint it finds."""
 
     AUTO = "auto"  # resume its own checkpoint; replace one of a dropped sink; refuse any other
     FRESH = "fresh"  # move any checkpoint aside and start over
@@ -254,7 +254,7 @@ def prepare(
         stored = read_identity(fs, location)
         progress = _has_progress(fs, location)
         if progress and mode is StartMode.FRESH:
-            replaced = _replace(fs, location, lease, "'sqlext.jobs.insert.start' = 'fresh' was given")
+            replaced = _replace(fs, location, lease, "'sqlext.insert.start' = 'fresh' was given")
         elif progress and stored is None:
             if adopt_unmarked():
                 log.info("%s: checkpoint from before identities were recorded; it is this insert's", location)

@@ -14,7 +14,7 @@ Session options (``SET 'k' = 'v'``), in Flink's names:
 - ``pipeline.name``: the insert's stable name (default ``insert_<db>_<table>``), which names its
   checkpoint ``<checkpoint root>/<name>``: running the same insert again resumes it, if the checkpoint is
   its own (same metastore, sink table, sources and query: see :mod:`sqlext.jobs.checkpoint`).
-- ``sqlext.jobs.insert.start``: ``auto`` (default), ``fresh`` (move the checkpoint aside, start over) or
+- ``sqlext.insert.start``: ``auto`` (default), ``fresh`` (move the checkpoint aside, start over) or
   ``resume`` (resume it although the query or its sources changed).
 - ``execution.checkpointing.interval``: the micro-batch interval (Spark's processing-time trigger);
   unset: Spark's default, a new batch as soon as the previous one is done.
@@ -59,7 +59,7 @@ from sqlext.table import TableDefinition, TableIdentifier
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-log = logging.getLogger("sqlext.jobs.insert")
+log = logging.getLogger("sqlext.insert")
 RUNTIME_MODE = "execution.runtime-mode"
 PIPELINE_NAME = "pipeline.name"
 CHECKPOINT_INTERVAL = "execution.checkpointing.interval"

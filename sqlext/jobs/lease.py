@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from sqlext.errors import SqlextError
 from sqlext.io.fs import FileSystem, join
 
-log = logging.getLogger("sqlext.jobs.checkpoint")
+log = logging.getLogger("sqlext.checkpoint")
 
 #: Where sqlext keeps its own files inside a Spark checkpoint (next to the trigger state).
 STATE_DIR = "sqlext"

@@ -42,7 +42,7 @@ from sqlext.table import Column, TableDefinition, TableIdentifier
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-log = logging.getLogger("sqlext.jobs.lookup_join")
+log = logging.getLogger("sqlext.lookup_join")
 
 #: Flink's default ``streaming-source.monitor-interval`` for a temporal join of the latest partition.
 DEFAULT_RELOAD_INTERVAL = timedelta(minutes=60)

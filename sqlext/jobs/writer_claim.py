@@ -44,7 +44,7 @@ from sqlext.jobs.checkpoint import (
 )
 from sqlext.jobs.lease import STATE_DIR, claim_per_batch
 
-log = logging.getLogger("sqlext.jobs.checkpoint")
+log = logging.getLogger("sqlext.checkpoint")
 
 #: The query text a writer's identity records: the writer does not see the query that feeds it.
 WRITER_QUERY = "format('sqlext')"

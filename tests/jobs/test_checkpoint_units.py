@@ -131,7 +131,7 @@ def test_a_changed_query_is_refused_naming_the_checkpoint_and_leaves_it_as_it_wa
         ck.prepare(location.as_uri(), changed, ck.StartMode.AUTO)
     message = raised.value.message
     assert location.as_uri() in message and "ck.src2" in message
-    assert "'pipeline.name'" in message and "'sqlext.jobs.insert.start' = 'fresh'" in message and "--fresh" in message
+    assert "'pipeline.name'" in message and "'sqlext.insert.start' = 'fresh'" in message and "--fresh" in message
     assert ck.read_identity(FileSystem(location.as_uri()), location.as_uri()) == IDENTITY
     assert ls.read_lease(FileSystem(location.as_uri()), location.as_uri()) is None, "the lease is given back"
     assert [p.name for p in tmp_path.iterdir()] == ["insert_ck_events"]

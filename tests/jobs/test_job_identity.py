@@ -221,10 +221,8 @@ def test_a_second_run_is_refused_while_the_first_runs_and_a_killed_run_is_resume
     # as soon as its Spark session is up and its query planned (the lease is taken before the planning).
     # That start-up, not the lease, is what the wall clock measures here (two cores shared by parallel Spark
     # test runs: up to two minutes seen); waiting the lease out would take LEASE_TIMEOUT_S after the takeover.
-    took_over = _logged_at(
-        stderr, r"WARNING sqlext.jobs.checkpoint: \S+: taking over the lease of insert_lease_db_events"
-    )
-    resumed = _logged_at(stderr, r"INFO sqlext.jobs.insert: insert_lease_db_events: resuming checkpoint")
+    took_over = _logged_at(stderr, r"WARNING sqlext.checkpoint: \S+: taking over the lease of insert_lease_db_events")
+    resumed = _logged_at(stderr, r"INFO sqlext.insert: insert_lease_db_events: resuming checkpoint")
     assert (resumed - took_over).total_seconds() < LEASE_TIMEOUT_S
     assert (resumed - killed_at).total_seconds() < 300, f"resumed {(resumed - killed_at).total_seconds():.0f} s after"
     assert _ids(sink) == list(range(80)), "every row once"
