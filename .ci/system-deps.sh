@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the system packages the tests use besides Java: PostgreSQL server and its JDBC driver, and
 # openssl (the gateway's TLS tests make their certificate with it), and headless Chromium (renders the
-# commit timeline page), and strace (tests/test_renames.py counts renames with it).
+# commit timeline page), and strace (tests/io/test_renames.py counts renames with it).
 set -euo pipefail
 need=()
 [ -f /usr/share/java/postgresql.jar ] || need+=(libpostgresql-jdbc-java)

@@ -211,7 +211,7 @@ def test_200_failed_logins_leave_the_gateway_answering_a_legitimate_client_withi
     answered within a second (the median; the slowest no slower than before the attack) and an open
     session's queries keep their pace. Single samples on two shared, loaded cores took over a second
     with no attack at all, so outliers are held to the pace measured before the attack; the strict
-    bound on every login is asserted without Spark in tests/test_gateway_security_units.py."""
+    bound on every login is asserted without Spark in tests/gateway/test_gateway_security_units.py."""
     with _connect(secured, "bob") as connection:
         cursor = connection.cursor()
         logins_before = [_login_s(secured, "alice") for _ in range(3)]

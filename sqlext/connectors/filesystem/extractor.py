@@ -7,7 +7,7 @@ it with ``partition.time-extractor.timestamp-formatter``. ``custom``: a Python c
 date-times (no zone), as in Flink.
 
 Parsing is Flink's ``DefaultPartTimeExtractor`` (checked against Flink itself in
-``tests/test_flink_conformance.py``):
+``tests/connectors/filesystem/test_flink_conformance.py``):
 
 - the pattern's ``$key`` placeholders are replaced in the order of the partition keys;
 - without a formatter, the text must be ``y-M-d`` or ``y-M-d H:m:s[.fraction]`` (1-2 digit fields,

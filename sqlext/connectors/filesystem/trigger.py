@@ -15,7 +15,7 @@ the age of the query.
   partition whose time + delay is behind the wall clock is ready too.
 
 Both decisions are Flink's ``ProcTimeCommitPredicate`` / ``PartitionTimeCommitPredicate``, checked
-against Flink itself in ``tests/test_flink_conformance.py``.
+against Flink itself in ``tests/connectors/filesystem/test_flink_conformance.py``.
 """
 
 from __future__ import annotations
