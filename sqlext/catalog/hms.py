@@ -23,7 +23,7 @@ from typing import Any
 
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from sqlext.catalog.formats import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
+from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.errors import TableExistsError, TableNotFoundError, ValidationError
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark

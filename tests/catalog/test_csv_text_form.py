@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sqlext.catalog.formats import CsvTextForm
+from sqlext.catalog.csv_text import CsvTextForm
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms]
 

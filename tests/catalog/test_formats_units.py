@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from sqlext.catalog.formats import CsvTextForm
+from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.errors import OptionError
 
 

@@ -1,5 +1,5 @@
 """The Spark side of the committed-partitions streaming source: a Python data source (Spark's
-``DataSourceStreamReader``) whose offsets are :mod:`sqlext.connectors.filesystem.streaming_source`'s.
+``DataSourceStreamReader``) whose offsets are :mod:`sqlext.connectors.filesystem.streaming_offsets`'s.
 
 ``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver in one Python process that Spark keeps
 for the query (they may keep a metastore connection and the time of the last poll); ``read`` runs on the
@@ -25,7 +25,21 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem import streaming_source as ss
+from sqlext.connectors.filesystem.streaming_offsets import (
+    batch_progress,
+    files_to_read,
+    initial_offset,
+    latest_report,
+    next_offset,
+)
+from sqlext.connectors.filesystem.streaming_partitions import (
+    PartitionSnapshot,
+    compaction_merges,
+    key_function,
+    list_partition_files,
+    poll,
+)
+from sqlext.connectors.filesystem.streaming_spec import FORMAT_NAME, SourceSpec
 from sqlext.options import Options
 
 log = logging.getLogger("sqlext.streaming_source")
@@ -44,26 +58,26 @@ class CommittedPartitionSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        return ss.FORMAT_NAME
+        return FORMAT_NAME
 
     def schema(self) -> str:
-        return ss.SourceSpec.from_json(self.options["spec"]).schema_ddl()
+        return SourceSpec.from_json(self.options["spec"]).schema_ddl()
 
     def streamReader(self, schema: Any) -> CommittedPartitionReader:
-        return CommittedPartitionReader(ss.SourceSpec.from_json(self.options["spec"]), schema)
+        return CommittedPartitionReader(SourceSpec.from_json(self.options["spec"]), schema)
 
 
 class CommittedPartitionReader(DataSourceStreamReader):
-    """Offsets: what was read (see :func:`streaming_source.next_offset`); a micro-batch reads one file a task."""
+    """Offsets: what was read (see :func:`streaming_offsets.next_offset`); a micro-batch reads one file a task."""
 
-    def __init__(self, spec: ss.SourceSpec, schema: Any) -> None:
+    def __init__(self, spec: SourceSpec, schema: Any) -> None:
         self.spec = spec
         self.schema = schema
         self.settings = spec.settings()
         self._client: Any = None
         self._next_poll = 0.0
         self._latest: dict[str, Any] | None = None
-        self._polled: list[ss.PartitionSnapshot] = []
+        self._polled: list[PartitionSnapshot] = []
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -71,7 +85,7 @@ class CommittedPartitionReader(DataSourceStreamReader):
         return state
 
     def initialOffset(self) -> dict[str, Any]:
-        return ss.initial_offset(self.settings)
+        return initial_offset(self.settings)
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:
         now = time.monotonic()
@@ -79,30 +93,30 @@ class CommittedPartitionReader(DataSourceStreamReader):
             self._latest = start
             return start
         self._next_poll = now + self.settings.monitor_interval.total_seconds()
-        partitions = ss.poll(self.spec, self._metastore())
+        partitions = poll(self.spec, self._metastore())
         self._polled = partitions
         options = Options(self.spec.options)
         success_file = options.get(fso.SUCCESS_FILE_NAME)
         table_path = options.require(fso.PATH)
-        self._latest = ss.next_offset(
+        self._latest = next_offset(
             start,
             partitions,
             self.settings,
-            ss.key_function(self.spec, self.settings),
-            lambda partition: ss.list_partition_files(partition, success_file),
-            lambda partition: ss.compaction_merges(table_path, partition),
+            key_function(self.spec, self.settings),
+            lambda partition: list_partition_files(partition, success_file),
+            lambda partition: compaction_merges(table_path, partition),
         )
         return self._latest
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         if self._latest is None:
             return None
-        return ss.latest_report(self._latest, self._polled)
+        return latest_report(self._latest, self._polled)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         if start == end:
             return []
-        return [FilePartition(file.uri, file.values) for file in ss.files_to_read(end)]
+        return [FilePartition(file.uri, file.values) for file in files_to_read(end)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, FilePartition)
@@ -124,7 +138,7 @@ class CommittedPartitionReader(DataSourceStreamReader):
         return self._client
 
 
-def read_file(spec: ss.SourceSpec, schema: Any, uri: str, values: tuple[str, ...]) -> Iterator[Any]:
+def read_file(spec: SourceSpec, schema: Any, uri: str, values: tuple[str, ...]) -> Iterator[Any]:
     """A data file's rows as Arrow record batches in the source's schema (columns matched by name, case
     insensitively; a column the file lacks reads as NULL), with its partition's values."""
     import pyarrow as pa
@@ -176,7 +190,7 @@ class ProgressLogger(StreamingQueryListener):
                 end = json.loads(source.endOffset)
             except (TypeError, ValueError):
                 continue
-            batch = ss.batch_progress(end)
+            batch = batch_progress(end)
             if batch is not None:
                 log.info("%s: batch %d %s", progress.name or progress.id, progress.batchId, batch.describe())
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sqlext.catalog.formats import unescape_field_delimiter
+from sqlext.catalog.csv_text import unescape_field_delimiter
 from sqlext.connectors.filesystem import options as fso
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
@@ -137,7 +137,7 @@ def _read_csv_text(
     reader does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
-    from sqlext.catalog.formats import CsvTextForm
+    from sqlext.catalog.csv_text import CsvTextForm
 
     form = CsvTextForm.from_options(options.with_prefix("csv."))
     path = options.require(fso.PATH)

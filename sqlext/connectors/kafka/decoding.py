@@ -8,7 +8,7 @@ and value formats (json, csv, raw) and the metadata columns, as Flink's Kafka co
 - json: Spark's ``from_json`` with the table's ``json.*`` options in Spark's names; a malformed value fails
   the batch naming the value, unless ``json.ignore-parse-errors`` (then the record is skipped, as in Flink);
   timestamps in Flink's default ``SQL`` form unless ``json.timestamp-format.standard`` says ``ISO-8601``.
-- csv: the form sqlext's filesystem source reads (:class:`sqlext.catalog.formats.CsvTextForm`); one record one line.
+- csv: the form sqlext's filesystem source reads (:class:`sqlext.catalog.csv_text.CsvTextForm`); one record one line.
 - raw: the single column the format holds, STRING (``raw.charset``, default UTF-8) or BYTES.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlext.catalog.formats import CsvTextForm
+from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.connectors.kafka import options as ko
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition

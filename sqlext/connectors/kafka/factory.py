@@ -16,7 +16,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlext.catalog.formats import CsvTextForm, check_columns
+from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.catalog.formats import check_columns
 from sqlext.connectors.kafka import options as ko
 from sqlext.connectors.kafka.client import ReadSettings, client_properties, timeout_of
 from sqlext.connectors.kafka.decoding import METADATA, Projection, decode

@@ -18,9 +18,9 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem import streaming_source as ss
 from sqlext.connectors.filesystem.commitlog import CommitLog
 from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.connectors.filesystem.streaming_offsets import batch_progress
 from sqlext.errors import OptionError
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
@@ -97,8 +97,8 @@ def test_a_plain_table_fed_by_alter_table_add_partition_streams_each_partition_o
         # One batch a partition, in Spark's own progress (reported once the batch has finished).
         first, second = wait_for(lambda: _source_batches(running.query)[1:] and _source_batches(running.query), 60)
         hours = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
-        assert [ss.batch_progress(end).partitions for end in (first, second)] == [(hours[0],), (hours[1],)]
-        assert [ss.batch_progress(end).files for end in (first, second)] == [1, 1]
+        assert [batch_progress(end).partitions for end in (first, second)] == [(hours[0],), (hours[1],)]
+        assert [batch_progress(end).files for end in (first, second)] == [1, 1]
         committed = [_commit_ms(hms, "sread", "plain", hour) for hour in hours]
         assert [first["lag_ms"], second["lag_ms"]] == [0, committed[1] - committed[0]]
         report = running.query.lastProgress["sources"][0]["latestOffset"]

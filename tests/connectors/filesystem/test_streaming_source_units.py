@@ -7,7 +7,17 @@ from typing import Any
 
 import pytest
 
-from sqlext.connectors.filesystem import streaming_source as ss
+from sqlext.connectors.filesystem.streaming_offsets import (
+    BatchProgress,
+    batch_progress,
+    files_to_read,
+    initial_offset,
+    latest_report,
+    next_offset,
+)
+from sqlext.connectors.filesystem.streaming_partitions import PartitionSnapshot, data_file_names, order_key
+from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming_spec import SourceSpec
 from sqlext.errors import OptionError, ParseError
 from sqlext.registry import validate_table
 from sqlext.sql.hints import options_hint, parse_pairs, with_hint
@@ -23,12 +33,12 @@ def _table(**options: str) -> TableDefinition:
     )
 
 
-def _settings(**options: str) -> ss.StreamingSourceSettings:
-    return ss.StreamingSourceSettings.from_table(_table(**options))
+def _settings(**options: str) -> StreamingSourceSettings:
+    return StreamingSourceSettings.from_table(_table(**options))
 
 
-def _partition(dt: str, hr: str, created_s: int = 0, signature: str = "s1") -> ss.PartitionSnapshot:
-    return ss.PartitionSnapshot(
+def _partition(dt: str, hr: str, created_s: int = 0, signature: str = "s1") -> PartitionSnapshot:
+    return PartitionSnapshot(
         f"dt={dt}/hr={hr}", (dt, hr), f"file:///tmp/t/dt={dt}/hr={hr}", created_s * 1000, signature
     )
 
@@ -39,21 +49,21 @@ class Listing:
     def __init__(self) -> None:
         self.files: dict[str, list[str]] = {}
 
-    def __call__(self, partition: ss.PartitionSnapshot) -> list[str]:
+    def __call__(self, partition: PartitionSnapshot) -> list[str]:
         return list(self.files.get(partition.name, []))
 
 
 def _advance(
     start: dict[str, Any],
-    partitions: list[ss.PartitionSnapshot],
-    settings: ss.StreamingSourceSettings,
+    partitions: list[PartitionSnapshot],
+    settings: StreamingSourceSettings,
     listing: Listing,
 ) -> tuple[dict[str, Any], list[str]]:
-    def key_of(partition: ss.PartitionSnapshot) -> Any:
-        return ss.order_key(partition, settings.order, lambda v: datetime.fromisoformat(f"{v[0]} {v[1]}:00"))
+    def key_of(partition: PartitionSnapshot) -> Any:
+        return order_key(partition, settings.order, lambda v: datetime.fromisoformat(f"{v[0]} {v[1]}:00"))
 
-    end = ss.next_offset(start, partitions, settings, key_of, listing)
-    read = [] if end == start else [f.uri.rsplit("/t/", 1)[1] for f in ss.files_to_read(end)]
+    end = next_offset(start, partitions, settings, key_of, listing)
+    read = [] if end == start else [f.uri.rsplit("/t/", 1)[1] for f in files_to_read(end)]
     return end, read
 
 
@@ -120,7 +130,7 @@ def test_each_partition_is_read_once_in_order_from_the_start_offset() -> None:
     settings = _settings(**{"streaming-source.consume-start-offset": "dt=2026-11-22/hr=01"})
     listing = Listing()
     listing.files = {f"dt=2026-11-22/hr={h}": [f"part-{h}.parquet"] for h in ("00", "01", "02", "03")}
-    start = ss.initial_offset(settings)
+    start = initial_offset(settings)
     p = [_partition("2026-11-22", h) for h in ("02", "00", "01")]
     first, read = _advance(start, p, settings, listing)
     assert read == ["dt=2026-11-22/hr=01/part-01.parquet", "dt=2026-11-22/hr=02/part-02.parquet"]
@@ -134,7 +144,7 @@ def test_a_partition_behind_the_newest_read_is_skipped_as_in_flink() -> None:
     settings = _settings(**{"streaming-source.partition-order": "create-time"})
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1"], "dt=a/hr=2": ["f2"], "dt=a/hr=3": ["f3"]}
-    first, read = _advance(ss.initial_offset(settings), [_partition("a", "2", created_s=100)], settings, listing)
+    first, read = _advance(initial_offset(settings), [_partition("a", "2", created_s=100)], settings, listing)
     assert read == ["dt=a/hr=2/f2"]
     late = [
         _partition("a", "2", created_s=100),
@@ -150,7 +160,7 @@ def test_a_recommit_reads_only_the_files_it_added_and_only_once() -> None:
     settings = _settings()
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1"]}
-    first, read = _advance(ss.initial_offset(settings), [_partition("a", "1", signature="s1")], settings, listing)
+    first, read = _advance(initial_offset(settings), [_partition("a", "1", signature="s1")], settings, listing)
     assert read == ["dt=a/hr=1/f1"]
     listing.files["dt=a/hr=1"] = ["f1", "late"]  # moved in, not committed yet: not read
     same, read = _advance(first, [_partition("a", "1", signature="s1")], settings, listing)
@@ -165,37 +175,37 @@ def test_without_read_recommits_a_read_partition_is_never_read_again_and_the_off
     settings = _settings(**{"streaming-source.read-recommits": "false"})
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1"]}
-    first, _ = _advance(ss.initial_offset(settings), [_partition("a", "1")], settings, listing)
+    first, _ = _advance(initial_offset(settings), [_partition("a", "1")], settings, listing)
     listing.files["dt=a/hr=1"] = ["f1", "late"]
     second, read = _advance(first, [_partition("a", "1", signature="s2")], settings, listing)
     assert second == first and read == [] and "read" not in first
 
 
 def test_a_checkpoint_of_another_order_is_refused() -> None:
-    start = ss.initial_offset(_settings())
+    start = initial_offset(_settings())
     with pytest.raises(OptionError, match="partition-order"):
         _advance(start, [], _settings(**{"streaming-source.partition-order": "create-time"}), Listing())
 
 
 def test_hidden_and_success_files_are_never_data() -> None:
     names = ["_SUCCESS", ".part-1.crc", "part-0.parquet", "_committed", "done.flag"]
-    assert ss.data_file_names(names, "done.flag") == ["part-0.parquet"]
+    assert data_file_names(names, "done.flag") == ["part-0.parquet"]
 
 
 def test_compaction_of_read_files_is_not_read_again_and_a_switched_partition_waits() -> None:
     settings = _settings()
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1", "f2"]}
-    first, _ = _advance(ss.initial_offset(settings), [_partition("a", "1")], settings, listing)
-    switched = ss.PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/_sqlext/compaction/7/dt=a/hr=1", 0, "s2")
-    same = ss.next_offset(first, [switched], settings, lambda p: p.name, listing)
+    first, _ = _advance(initial_offset(settings), [_partition("a", "1")], settings, listing)
+    switched = PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/_sqlext/compaction/7/dt=a/hr=1", 0, "s2")
+    same = next_offset(first, [switched], settings, lambda p: p.name, listing)
     assert same == first
     listing.files["dt=a/hr=1"] = ["compacted-7-0-f1", "late"]
     merges = {"compacted-7-0-f1": ["f1", "f2"]}
-    end = ss.next_offset(
+    end = next_offset(
         first, [_partition("a", "1", signature="s3")], settings, lambda p: p.name, listing, lambda p: merges
     )
-    assert [f.uri.rsplit("/", 1)[1] for f in ss.files_to_read(end)] == ["late"]
+    assert [f.uri.rsplit("/", 1)[1] for f in files_to_read(end)] == ["late"]
 
 
 def test_a_file_is_read_in_the_source_schema_with_its_partition_values(tmp_path: Any) -> None:
@@ -208,7 +218,7 @@ def test_a_file_is_read_in_the_source_schema_with_its_partition_values(tmp_path:
     path = tmp_path / "part-0.parquet"
     rows = pa.table({"ID": [1, 2], "ts": pa.array([datetime(2026, 11, 22, 1), None], pa.timestamp("ns"))})
     pq.write_table(rows, path, use_deprecated_int96_timestamps=True)
-    spec = ss.SourceSpec(
+    spec = SourceSpec(
         "db",
         "t",
         "thrift://unused:9083",
@@ -231,36 +241,36 @@ def test_each_batch_reports_its_partitions_files_and_lag_behind_the_newest_commi
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1", "f2"], "dt=a/hr=2": ["f3"], "dt=a/hr=3": ["f4"]}
     first, _ = _advance(
-        ss.initial_offset(settings),
+        initial_offset(settings),
         [_partition("a", "1", created_s=100), _partition("a", "2", created_s=130)],
         settings,
         listing,
     )
-    progress = ss.batch_progress(first)
-    assert progress == ss.BatchProgress(("dt=a/hr=1", "dt=a/hr=2"), 3, 30_000)  # behind since the oldest read
+    progress = batch_progress(first)
+    assert progress == BatchProgress(("dt=a/hr=1", "dt=a/hr=2"), 3, 30_000)  # behind since the oldest read
     assert "2 partition(s) [dt=a/hr=1, dt=a/hr=2], 3 file(s); 30.0 s behind" in progress.describe()
     later = [_partition("a", "1", created_s=100), _partition("a", "2", created_s=130)]
     later.append(_partition("a", "3", created_s=190))
-    assert ss.latest_report(first, later) == {
+    assert latest_report(first, later) == {
         "partitions": 3,
         "newest_commit_ms": 190_000,
         "lag_ms": 60_000,
         "unread_commits": 1,
     }
     second, _ = _advance(first, later, settings, listing)
-    assert ss.batch_progress(second) == ss.BatchProgress(("dt=a/hr=3",), 1, 60_000)
-    assert ss.latest_report(second, later)["unread_commits"] == 0
-    assert ss.batch_progress(ss.initial_offset(settings)) is None
+    assert batch_progress(second) == BatchProgress(("dt=a/hr=3",), 1, 60_000)
+    assert latest_report(second, later)["unread_commits"] == 0
+    assert batch_progress(initial_offset(settings)) is None
 
 
 def test_a_recommit_counts_from_its_alter_time() -> None:
     settings = _settings()
     listing = Listing()
     listing.files = {"dt=a/hr=1": ["f1"]}
-    first, _ = _advance(ss.initial_offset(settings), [_partition("a", "1", created_s=100)], settings, listing)
+    first, _ = _advance(initial_offset(settings), [_partition("a", "1", created_s=100)], settings, listing)
     listing.files["dt=a/hr=1"] = ["f1", "late"]
-    recommitted = ss.PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/dt=a/hr=1", 100_000, "s2", 160_000)
+    recommitted = PartitionSnapshot("dt=a/hr=1", ("a", "1"), "file:///tmp/t/dt=a/hr=1", 100_000, "s2", 160_000)
     second, read = _advance(first, [recommitted], settings, listing)
     assert read == ["dt=a/hr=1/late"]
-    assert ss.batch_progress(second) == ss.BatchProgress(("dt=a/hr=1",), 1, 60_000)
+    assert batch_progress(second) == BatchProgress(("dt=a/hr=1",), 1, 60_000)
     assert second["commit_ms"] == 160_000

@@ -1,0 +1,114 @@
+"""The file formats section of docs/connectors.md: each format's HMS descriptor, the forms sqlext writes,
+the readers verified, and the differences from Flink."""
+
+from __future__ import annotations
+
+from sqlext.catalog.hive_storage import hive_storage
+
+#: What the SerDe parameters of each format's descriptor hold (docs).
+_PARAMETER_NOTES = {
+    "csv": (
+        "`field.delim` and `serialization.format` (`csv.field-delimiter`, default `,`), `escape.delim` "
+        "(`csv.escape-character`, default `\\`), `serialization.escape.crlf` = `true`, "
+        "`serialization.null.format` (how NULL is written: `csv.null-literal`, default `\\N`, escaped when "
+        "`csv.escape-character` is declared), `timestamp.formats` (so Hive reads a `TIMESTAMP_LTZ` written with `Z`)"
+    ),
+    "json": (
+        "`path`; the table also gets Spark's provider parameters (`spark.sql.sources.provider` = `json`, "
+        "the schema), so Spark reads it with its own json reader"
+    ),
+}
+
+
+def render_reference() -> str:
+    """The file formats section of docs/connectors.md (see :mod:`sqlext.connectors.reference`)."""
+    rows = ["| format | SerDe | input format / output format | SerDe parameters |", "|---|---|---|---|"]
+    for fmt in ("parquet", "orc", "csv", "json"):
+        storage = hive_storage(fmt, {})
+        rows.append(
+            f"| {fmt} | `{storage.serde}` | `{storage.input_format}` / `{storage.output_format}` | "
+            f"{_PARAMETER_NOTES.get(fmt, 'none')} |"
+        )
+    return _REFERENCE.replace("{storage}", "\n".join(rows))
+
+
+_REFERENCE = """## File formats of the filesystem connector
+
+What a filesystem table of each format gets in the HMS, the form sqlext writes its files in, and which
+readers were verified to read back every value exactly (`tests/connectors/filesystem/test_interop.py`: every
+type sqlext maps, NULL in every column, each type's extremes, hostile strings with the delimiter, quotes,
+backslash, `\\n`, `\\r`, tab, `\\x01`, NUL, non-ASCII and the empty string; after a batch insert, a
+streaming insert, `sqlext compact`, and for parquet, orc and csv after `format("sqlext")`).
+
+{storage}
+
+Forms written:
+
+- **parquet**: Hive's layout (Spark's `spark.sql.parquet.writeLegacyFormat=true`, given per write):
+  decimals as fixed-length byte arrays, timestamps as INT96. `format("sqlext")` (pyarrow) writes the
+  same physical types; compaction rewrites keep the layout the files have (INT96 read at microseconds).
+- **orc**: Spark's orc writer (pyarrow for `format("sqlext")`). pyarrow reads ORC timestamps as
+  nanoseconds only, so compaction leaves a partition holding a timestamp outside 1677-09-21 to
+  2262-04-11 as it is (a warning says so).
+- **csv**: Hive's `LazySimpleSerDe` text: fields never quoted; the escape character before the delimiter,
+  itself and the quote character; a line feed / carriage return as `\\n` / `\\r`; NULL as the null literal
+  (so an empty string stays empty), escaped when `csv.escape-character` is declared (see below); a string
+  equal to the null literal with one more escape; `true`/`false`; decimals in plain notation; dates
+  `yyyy-MM-dd`; timestamps `yyyy-MM-dd HH:mm:ss[.fff...]` (trailing zeros dropped; what Flink's csv reads
+  too); `TIMESTAMP_LTZ` in UTC with a `Z` (`2026-01-02 03:04:05.5Z`, Flink's form; Hive reads it through
+  `timestamp.formats`, at milliseconds); `TIME` as text; bytes in base64. ARRAY, MAP, MULTISET and ROW
+  columns are refused at CREATE TABLE (as Flink's csv refuses them). sqlext's filesystem source reads this
+  form, and also what Flink's csv writes: a field quoted with `csv.quote-character` (`""` for a quote inside;
+  escapes inside only when `csv.escape-character` is declared, as Flink writes them), line breaks inside
+  quotes (with a quote character each csv file is read whole, as Flink reads one, so a file must fit in a
+  task's memory, and Spark's streaming progress counts it as one input row; `csv.disable-quote-character`
+  = `true` reads line by line), the bare null literal, and an empty field of a non-string column as NULL.
+- **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
+  `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
+  `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
+  (`json.encode.ignore-null-fields` = `true` omits them).
+
+Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
+`spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's
+filesystem source, for every format; the json Hive SerDe is not run here (pyspark ships Hive 2.3 jars
+without `hive-hcatalog-core`), so whether it reads a `TIMESTAMP_LTZ`'s `Z` is not verified.
+
+### Differences from Flink
+
+csv, on purpose (so Hive reads what sqlext writes): `csv.escape-character` defaults to `\\` (Flink: none)
+and `csv.null-literal` to `\\N` (Flink: none, NULL written as an empty field), and values are never quoted.
+Flink's csv with its own defaults cannot hold what Hive needs: without an escape character a delimiter or
+line break must be quoted (Hive's `LazySimpleSerDe` reads quotes as text and a quoted line break as two
+rows), and without a null literal Flink writes a NULL and an empty string alike, and its reader refuses an
+empty field of a non-string column (its own NULLs).
+
+To read and write the same csv files in Flink and sqlext (and Hive), declare both options, the same DDL
+in both engines:
+
+```sql
+'format' = 'csv', 'csv.escape-character' = '\\', 'csv.null-literal' = '\\N'
+```
+
+(string literals follow Flink's rules in sqlext too: a backslash is itself, a quote is doubled). Flink's
+csv reader unescapes a field before it compares it with the null literal, so with a declared escape
+character sqlext writes NULL escaped (`\\\\N`) and gives the HMS that text as `serialization.null.format`;
+Hive, Flink and sqlext then all read NULL. What stays different, verified side by side
+(`tests/connectors/filesystem/test_flink_files.py`, marker `flink`):
+
+- a string equal to the null literal (`\\N` here): sqlext writes it with one more escape (`\\\\\\N`), and
+  Hive and sqlext read it back; Flink reads NULL (a field equal to the literal after unescaping, quoted or
+  not, is NULL to Flink; its own writer's output too);
+- Flink's writer writes NULL as the bare literal (`\\N`), which Flink's own reader unescapes to `N`; sqlext's
+  source reads it as NULL; Hive, given sqlext's `serialization.null.format`, reads `N`;
+- files Flink wrote with its csv defaults: sqlext's source reads every value, except that a NULL string,
+  bytes or `TIME` column (sqlext keeps a `TIME` as text) reads back empty, as in Flink (Flink writes
+  NULL and empty alike);
+- after the escape character Flink reads `t` as a tab and `0` as NUL; sqlext and Hive read the letter
+  (sqlext never writes these);
+- a null literal some string cannot be told apart from in Hive's form (`\\n` with escape `\\`) is refused
+  at CREATE TABLE.
+
+json: `TIMESTAMP_LTZ` is written in UTC with `Z` as Flink's json writes and reads it; sqlext's source
+reads a timestamp with or without a zone suffix. Flink's filesystem source reads what sqlext wrote and
+sqlext's source reads what Flink wrote (csv and json), every value equal, apart from the csv cases above.
+"""

@@ -1,0 +1,48 @@
+"""The descriptor each file format gets in the HMS: SerDe, input and output formats, SerDe parameters (what
+every reader of a table's HMS descriptor reads its files through; the forms sqlext writes them in are
+:mod:`sqlext.catalog.formats`'s)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sqlext.catalog.csv_text import CsvTextForm
+
+TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
+TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
+LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
+#: The JSON SerDe Hive 3/4 (hive-hcatalog-core) and Trino both know; not shipped in pyspark's Hive 2.3 jars.
+JSON_SERDE = "org.apache.hive.hcatalog.data.JsonSerDe"
+
+
+@dataclass(frozen=True)
+class HiveStorage:
+    """What the HMS gets for a format: SerDe, input and output formats, SerDe parameters."""
+
+    serde: str
+    input_format: str
+    output_format: str
+    parameters: dict[str, str]
+
+
+def hive_storage(fmt: str, format_options: Mapping[str, str]) -> HiveStorage:
+    """The HMS descriptor of a filesystem table in ``fmt`` (``format_options``: its ``<fmt>.*`` options,
+    prefix stripped)."""
+    if fmt == "parquet":
+        return HiveStorage(
+            "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+            "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+            "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
+            {},
+        )
+    if fmt == "orc":
+        return HiveStorage(
+            "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+            "org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+            "org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+            {},
+        )
+    if fmt == "json":
+        return HiveStorage(JSON_SERDE, TEXT_INPUT, TEXT_OUTPUT, {})
+    return HiveStorage(LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, CsvTextForm.from_options(format_options).serde())
