@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem import committer
+from sqlext.connectors.filesystem import batch_moves, committer, partition_commit
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.spark.session import extend
@@ -79,7 +79,8 @@ def _assert_exactly_once(hms: MetastoreClient, database: str, table_dir: Path) -
 def _crash_then_run_again(batch_sql, monkeypatch: pytest.MonkeyPatch, point: str, statement: str) -> None:
     """Run ``statement`` crashing at the fault point ``point``, then run it again to its end."""
     with monkeypatch.context() as patched:
-        patched.setattr(committer, "fault_point", _crash_at(point))
+        for module in (committer, batch_moves, partition_commit):  # the modules with commit fault points
+            patched.setattr(module, "fault_point", _crash_at(point))
         with pytest.raises(SimulatedCrash):
             batch_sql(statement)
     batch_sql(statement)

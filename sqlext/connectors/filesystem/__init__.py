@@ -3,10 +3,12 @@
 - :mod:`.factory`: the connector factory and its option checks; :mod:`.options`: every option it declares;
 - :mod:`.source`: the read path;
 - :mod:`.sink`: the streaming/batch sink, writing through :mod:`.committer` (the commit protocol, recorded in
-  :mod:`.commitlog`), which commits partitions when :mod:`.trigger` says so (partition times from
-  :mod:`.extractor`) by running :mod:`.policies`; :mod:`.settings` reads a table's sink options,
+  :mod:`.commitlog`: :mod:`.batch_plan` stages and plans a batch, :mod:`.batch_moves` moves its files,
+  :mod:`.partition_commit` commits its partitions when :mod:`.trigger` says so (partition times from
+  :mod:`.extractor`) by running :mod:`.policies`); :mod:`.settings` reads a table's sink options,
   :mod:`.files` and :mod:`.escaping` know data files and partition paths;
-- :mod:`.compaction`: merging small files (auto-compaction, the merging policy, ``sqlext compact``).
+- :mod:`.compaction`: merging small files (auto-compaction, the merging policy), planned by
+  :mod:`.compaction_plan` and rewritten by :mod:`.compaction_merge`; ``sqlext compact`` in :mod:`.compact_command`.
 
 The classes users extend are importable from here: :class:`PartitionCommitPolicy` (with its
 :class:`PartitionCommitContext`), :class:`PartitionTimeExtractor`, and the :class:`MergingCommitPolicy`.

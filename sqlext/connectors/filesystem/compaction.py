@@ -32,6 +32,9 @@ What readers see: a query planned before a switch reads the files it listed; one
 after the grace fails with Spark's missing-file error and can be rerun. No query returns a wrong
 count. Compacting a partition that another process is writing at the same moment is not supported:
 rows it adds during the compaction stay invisible until the switch back.
+
+The files are described and rewritten by :mod:`.compaction_merge`, grouped by :mod:`.compaction_plan`;
+``sqlext compact`` runs through :mod:`.compact_command`.
 """
 
 from __future__ import annotations
@@ -39,19 +42,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
-from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
-from sqlext.connectors.filesystem.files import count_all_rows, data_files, total_rows
+from sqlext.connectors.filesystem.compaction_merge import (
+    FilesNotMergeable,
+    SourceFile,
+    check_mergeable,
+    describe_file,
+    merge_files,
+)
+from sqlext.connectors.filesystem.compaction_plan import MergeGroup, plan_groups, target_size_of
+from sqlext.connectors.filesystem.escaping import partition_path
+from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
-from sqlext.errors import CommitError, PolicyError, ValidationError
+from sqlext.errors import CommitError, PolicyError
 from sqlext.faults import fault_point
-from sqlext.io.fs import FileStatus, FileSystem, join, normalize
+from sqlext.io.fs import FileSystem, join, normalize
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.table import TableDefinition
 
@@ -60,165 +70,10 @@ T = TypeVar("T")
 
 #: The writer name compactions are recorded under in a table's commit log.
 COMPACTION_WRITER = "_compaction"
-#: Formats whose files can be merged: columnar ones through pyarrow, line-oriented ones by concatenation.
-MERGEABLE_FORMATS = ("parquet", "orc", "csv", "json")
 WORK_DIR = "_sqlext/compaction"
 #: How long queries that listed a partition's old files may go on reading them (see :class:`Compactor`).
 DEFAULT_READER_GRACE = timedelta(seconds=10)
-#: ``sqlext compact`` swaps this many partitions per reader grace.
-PARTITIONS_PER_SWAP = 32
 TRASH_DIR = "_sqlext/trash/_compaction"
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """A data file that may be merged: its status, row count and ``shape`` (files merge only with
-    files of the same shape: same schema, timestamp encoding and compression)."""
-
-    status: FileStatus
-    rows: int | None
-    shape: str
-
-
-@dataclass(frozen=True)
-class MergeGroup:
-    """Files merged into one, in this order."""
-
-    sources: tuple[SourceFile, ...]
-
-    @property
-    def size(self) -> int:
-        return sum(source.status.size for source in self.sources)
-
-    @property
-    def rows(self) -> int | None:
-        return total_rows(source.rows for source in self.sources)
-
-
-def plan_groups(files: Sequence[SourceFile], target_size: int) -> list[MergeGroup]:
-    """Group the files smaller than ``target_size``, in the given order, into groups of at most
-    ``target_size`` bytes of files of one shape; groups of one file are left out (nothing to merge)."""
-    groups: list[MergeGroup] = []
-    current: list[SourceFile] = []
-
-    def close() -> None:
-        if len(current) > 1:
-            groups.append(MergeGroup(tuple(current)))
-        current.clear()
-
-    for source in files:
-        if source.status.size >= target_size:
-            continue
-        if current and (
-            source.shape != current[0].shape or sum(f.status.size for f in current) + source.status.size > target_size
-        ):
-            close()
-        current.append(source)
-    close()
-    return groups
-
-
-# -- formats ---------------------------------------------------------------------------------------
-
-
-def describe_file(fs: FileSystem, status: FileStatus, file_format: str) -> SourceFile:
-    """Read what merging needs from a file's footer (columnar formats); line formats need nothing."""
-    if file_format == "parquet":
-        import pyarrow.parquet as pq
-
-        with fs.open_input(status.uri) as handle:
-            parquet = pq.ParquetFile(handle)
-            return SourceFile(status, parquet.metadata.num_rows, _parquet_shape(parquet))
-    if file_format == "orc":
-        import pyarrow.orc as orc
-
-        with fs.open_input(status.uri) as handle:
-            orc_file = orc.ORCFile(handle)
-            return SourceFile(status, orc_file.nrows, f"{orc_file.schema}|{orc_file.compression}")
-    return SourceFile(status, None, "")
-
-
-def _parquet_shape(parquet: Any) -> str:
-    return f"{parquet.schema_arrow.remove_metadata()}|int96={_has_int96(parquet)}|{_parquet_codec(parquet)}"
-
-
-def _has_int96(parquet: Any) -> bool:
-    """Spark writes timestamps as INT96 (the encoding Hive's SerDe reads); pyarrow reads them as
-    nanoseconds and would write INT64 unless told, so a rewrite keeps what the files have."""
-    schema = parquet.schema
-    return any(schema.column(i).physical_type == "INT96" for i in range(len(schema)))
-
-
-def _parquet_codec(parquet: Any) -> str:
-    metadata = parquet.metadata
-    if metadata.num_row_groups and metadata.num_columns:
-        codec = str(metadata.row_group(0).column(0).compression).lower()
-        return "none" if codec == "uncompressed" else codec
-    return "snappy"
-
-
-def merge_files(fs: FileSystem, sources: Sequence[SourceFile], target: str, file_format: str) -> None:
-    """Write the rows of ``sources`` (in order) into the new file ``target``, in the sources' format
-    and encoding, reading one source at a time."""
-    writers: dict[str, Callable[[FileSystem, Sequence[SourceFile], str], None]] = {
-        "parquet": _merge_parquet,
-        "orc": _merge_orc,
-    }
-    writers.get(file_format, _concatenate)(fs, sources, target)
-
-
-class FilesNotMergeable(CommitError):
-    """A group of files pyarrow cannot rewrite without changing a value; the partition stays as it is."""
-
-
-#: INT96 timestamps (Spark's, microseconds) read as microseconds: as nanoseconds, years after 2262 overflow.
-INT96_UNIT = "us"
-
-
-def _merge_parquet(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
-    """Keep the files' layout: INT96 timestamps stay INT96 (read at Spark's microsecond precision),
-    decimals stay fixed-length byte arrays (pyarrow's default, Hive's layout), the codec stays."""
-    import pyarrow.parquet as pq
-
-    with fs.open_input(sources[0].status.uri) as handle:
-        first = pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT)
-        schema, int96, codec = first.schema_arrow, _has_int96(first), _parquet_codec(first)
-    with (
-        fs.open_output(target) as out,
-        pq.ParquetWriter(out, schema, compression=codec, use_deprecated_int96_timestamps=int96) as writer,
-    ):
-        for source in sources:
-            with fs.open_input(source.status.uri) as handle:
-                writer.write_table(pq.ParquetFile(handle, coerce_int96_timestamp_unit=INT96_UNIT).read())
-
-
-def _merge_orc(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
-    """pyarrow reads ORC timestamps as nanoseconds only: a file with a timestamp outside 1677-09-21 to
-    2262-04-11 cannot be rewritten, and its group is left as it is (:class:`FilesNotMergeable`)."""
-    import pyarrow as pa
-    import pyarrow.orc as orc
-
-    # Whole files in memory: the ORC reader must not outlive an open handle (it aborts the process).
-    codec = str(orc.ORCFile(pa.BufferReader(fs.read_bytes(sources[0].status.uri))).compression).lower()
-    tables = []
-    for source in sources:
-        try:
-            tables.append(orc.ORCFile(pa.BufferReader(fs.read_bytes(source.status.uri))).read())
-        except pa.ArrowInvalid as exc:
-            raise FilesNotMergeable(f"{source.status.uri}: {exc}", value=source.status.uri) from exc
-    with fs.open_output(target) as out:
-        writer = orc.ORCWriter(out, compression="uncompressed" if codec == "none" else codec)
-        for table in tables:
-            writer.write(table)
-        writer.close()
-
-
-def _concatenate(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
-    """Line formats (csv without header, json lines): the merged file is the files one after another."""
-    with fs.open_output(target) as out:
-        for source in sources:
-            data = fs.read_bytes(source.status.uri)
-            out.write(data if not data or data.endswith(b"\n") else data + b"\n")
 
 
 # -- the protocol ----------------------------------------------------------------------------------
@@ -464,29 +319,6 @@ def _merged_name(compaction_id: int, index: int, first_source: str) -> str:
     return f"compacted-{compaction_id}-{index:05d}{suffix}"
 
 
-def check_mergeable(table: TableDefinition, file_format: str) -> None:
-    """Refuse formats whose files cannot be merged safely."""
-    if file_format not in MERGEABLE_FORMATS:
-        raise ValidationError(
-            f"Table {table.identifier}: files of format '{file_format}' cannot be compacted; "
-            f"compaction supports {', '.join(MERGEABLE_FORMATS)}.",
-            option=fso.AUTO_COMPACTION.key,
-            value=file_format,
-        )
-    if file_format == "csv" and str(table.options.get("csv.header", "false")).lower() == "true":
-        raise ValidationError(
-            f"Table {table.identifier}: csv files with a header line cannot be compacted by concatenation.",
-            option="csv.header",
-            value="true",
-        )
-
-
-def target_size_of(table: TableDefinition) -> int:
-    """The table's ``compaction.file-size``, or its rolling file size."""
-    options = Options(table.options)
-    return int(options.get(fso.COMPACTION_FILE_SIZE) or options.get(fso.ROLLING_FILE_SIZE))
-
-
 # -- the merging commit policy ----------------------------------------------------------------------
 
 
@@ -530,71 +362,3 @@ def _policy_parameter(parse: Callable[[str], T], text: str | None, what: str, fo
             option=fso.COMMIT_POLICY_CLASS_PARAMETERS.key,
             value=text,
         ) from exc
-
-
-# -- sqlext compact --------------------------------------------------------------------------------
-
-
-def matching_partitions(names: Iterable[str], keys: Sequence[str], wanted: Sequence[str]) -> list[str]:
-    """The HMS partition names matching ``k=v`` filters (several values of one key: any of them)."""
-    accepted: dict[str, set[str]] = {}
-    for item in wanted:
-        key, sep, value = item.partition("=")
-        if not sep or key not in keys:
-            raise ValidationError(
-                f"--partition '{item}': expected <key>=<value> with a partition key of the table ({', '.join(keys)})."
-            )
-        accepted.setdefault(key, set()).add(value)
-    chosen = []
-    for name in names:
-        spec = dict(zip(keys, parse_partition_path(name, keys), strict=True))
-        if all(spec[key] in values for key, values in accepted.items()):
-            chosen.append(name)
-    return chosen
-
-
-@dataclass
-class CompactionSummary:
-    """What one ``sqlext compact`` run did."""
-
-    partitions: int = 0
-    compacted: int = 0
-    files_before: int = 0
-    files_after: int = 0
-
-    def add(self, entry: LogEntry) -> None:
-        self.compacted += 1
-        self.files_before += len(entry.replaced_files)
-        self.files_after += len(entry.files)
-
-
-def compact_table(
-    table: TableDefinition,
-    metastore: MetastoreClient,
-    partition_filters: Sequence[str] = (),
-    target_size: int | None = None,
-    reader_grace: timedelta = DEFAULT_READER_GRACE,
-    show_progress: bool = True,
-) -> CompactionSummary:
-    """Compact the committed partitions of ``table`` (those the HMS lists, narrowed by ``k=v``
-    filters), first finishing any compaction a crash interrupted. Partitions go in chunks that share
-    one reader grace; at the end it waits the grace once more and removes the work dirs."""
-    from tqdm import tqdm
-
-    compactor = Compactor(table, metastore, target_size or target_size_of(table), reader_grace)
-    check_mergeable(table, compactor.format)
-    compactor.recover()
-    ident, keys = table.identifier, table.partition_keys
-    names = matching_partitions(metastore.get_partition_names(ident.database, ident.name), keys, partition_filters)
-    summary = CompactionSummary(partitions=len(names))
-    with tqdm(total=len(names), desc=f"compacting {ident}", unit="partition", disable=not show_progress) as bar:
-        for start in range(0, len(names), PARTITIONS_PER_SWAP):
-            chunk = [(name, parse_partition_path(name, keys)) for name in names[start : start + PARTITIONS_PER_SWAP]]
-            for entry in compactor.compact(chunk):
-                summary.add(entry)
-            bar.update(len(chunk))
-            bar.set_postfix(files=f"{summary.files_before}->{summary.files_after}")
-    if summary.compacted:
-        compactor.wait_for_readers(summary.compacted)
-        compactor.remove_expired()
-    return summary

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, read_batch_info
+from sqlext.connectors.filesystem.batch_plan import BatchInfo, read_batch_info
+from sqlext.connectors.filesystem.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
 from sqlext.io.fs import FileSystem, join

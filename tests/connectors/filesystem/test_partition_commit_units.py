@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.connectors.filesystem.batch_plan import BatchInfo, StagedFile
 from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
-from sqlext.connectors.filesystem.committer import BatchCommitter, BatchInfo, StagedFile
+from sqlext.connectors.filesystem.committer import BatchCommitter
 from sqlext.connectors.filesystem.escaping import (
     escape_path_name,
     parse_partition_path,

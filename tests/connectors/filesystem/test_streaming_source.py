@@ -236,7 +236,7 @@ def test_a_reader_killed_mid_commit_and_restarted_reads_every_row_once(
 def test_compacting_partitions_that_were_read_during_the_read_changes_no_count(
     spark: Any, hms: MetastoreClient, tmp_path: Path
 ) -> None:
-    from sqlext.connectors.filesystem.compaction import compact_table
+    from sqlext.connectors.filesystem.compact_command import compact_table
     from sqlext.table import TableIdentifier
 
     extend(spark)

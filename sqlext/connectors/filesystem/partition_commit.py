@@ -1,0 +1,249 @@
+"""Step 4 of the commit protocol (:mod:`.committer`): a batch's partitions join the trigger's pending set,
+and the ready ones are compacted (``auto-compaction``) and committed by the commit policies in order.
+
+The trigger state (pending partitions, event-time high mark) is kept in the query checkpoint; a metastore
+that does not answer leaves the ready partitions pending, retried at the next batch or tick.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry
+from sqlext.connectors.filesystem.compaction import Compactor
+from sqlext.connectors.filesystem.files import count_rows, data_files
+from sqlext.connectors.filesystem.policies import PartitionCommitContext
+from sqlext.connectors.filesystem.settings import SinkSettings
+from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
+from sqlext.errors import CommitError, MetastoreUnavailableError
+from sqlext.faults import fault_point
+from sqlext.io.fs import FileSystem, join
+
+log = logging.getLogger("sqlext.commit")
+
+#: How long one partition commit waits for an unreachable metastore before deferring.
+METASTORE_WAIT_S = 10.0
+
+
+class PartitionCommitter:
+    """Commits the partitions of one writing query's batches, under the committer's ``lock``; ``pool`` gives
+    the committer's I/O pool, ``row_counts`` the row counts of files known already."""
+
+    def __init__(
+        self,
+        settings: SinkSettings,
+        query_name: str,
+        fs: FileSystem,
+        log: CommitLog,
+        state_dir: str,
+        metastore_uri: str | None,
+        spark: Any,
+        lock: threading.RLock,
+        pool: Callable[[], ThreadPoolExecutor],
+        row_counts: dict[str, int],
+    ) -> None:
+        self.settings = settings
+        self.query_name = query_name
+        self.fs = fs
+        self.log = log
+        self.state_fs = FileSystem(state_dir)
+        self.state_uri = join(state_dir, "sqlext", "trigger-state.json")
+        # A short retry deadline: a batch waits this long for the metastore, then goes on writing and
+        # leaves its partitions pending (retried at the next batch or tick).
+        retry = RetryPolicy(deadline_s=METASTORE_WAIT_S)
+        self.metastore = MetastoreClient(metastore_uri, retry) if metastore_uri else None
+        self.spark = spark
+        self.policies = settings.policies()
+        self.trigger = self._restore_trigger()
+        self._row_counts = row_counts
+        self._lock = lock
+        self._pool = pool
+        self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
+        self._compactions_recovered = False
+        self._committed_here: set[str] = set()
+
+    # -- trigger state ---------------------------------------------------------------------------
+
+    def _restore_trigger(self) -> PartitionCommitTrigger:
+        state = TriggerState()
+        if self.state_fs.exists(self.state_uri):
+            state = TriggerState.from_json(self.state_fs.read_json(self.state_uri))
+        return create_trigger(
+            self.settings.trigger,
+            self.settings.delay,
+            self.settings.extractor(),
+            self.settings.keys,
+            self.settings.time_zone,
+            self.settings.idle_timeout,
+            state,
+        )
+
+    def save_state(self) -> None:
+        """Persist the trigger state (pending partitions, event-time high mark) in the state dir."""
+        self.state_fs.write_json(self.state_uri, self.trigger.state.to_json())
+
+    # -- partition commit ------------------------------------------------------------------------
+
+    def commit_partitions(
+        self, entry: LogEntry | None, watermark_ms: int | None, end_of_input: bool = False
+    ) -> list[str]:
+        """Add the batch's partitions to the pending set and commit those ready; return their paths."""
+        if not self.settings.partitioned:
+            return []
+        with self._lock:
+            now_ms = int(time.time() * 1000)
+            if entry is not None:
+                self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms)
+            ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
+            if ready:
+                try:
+                    self._run_policies(ready, entry.batch if entry else None)
+                except MetastoreUnavailableError as exc:
+                    # Files are committed already; the partitions stay pending and are retried at the
+                    # next batch or tick, so writing goes on while the metastore is away.
+                    log.warning(
+                        "%s: metastore unavailable, %d partition(s) wait to be committed (%s): %s",
+                        self.query_name,
+                        len(ready),
+                        ", ".join(p.path for p in ready[:5]),
+                        exc,
+                    )
+                    ready = []
+                fault_point("after-policies", entry.batch if entry else None)
+                self.trigger.committed(p.path for p in ready)
+            self.save_state()
+            committed = [p.path for p in ready]
+            if committed:
+                self._record_commits(entry, committed, now_ms)
+            return committed
+
+    def _record_commits(self, entry: LogEntry | None, committed: list[str], now_ms: int) -> None:
+        """Say in the commit log which partitions were committed: by the batch ``entry``, or, with no batch
+        (end of input, a tick), on the query's latest entry with the time."""
+        if entry is None:
+            last = self.log.last_batch(self.query_name)
+            entry = self.log.get(self.query_name, last) if last is not None else None
+            if entry is None:
+                return
+            entry.committed_later.update(dict.fromkeys(committed, now_ms))
+        else:
+            entry.committed_partitions = sorted({*entry.committed_partitions, *committed})
+        self.log.write(entry)
+
+    def end_of_input(self) -> list[str]:
+        """Commit every pending partition (Flink's end-of-input rule for bounded inserts).
+
+        Raises :class:`MetastoreUnavailableError` when some could not be committed because the
+        metastore did not answer; calling again later finishes the job."""
+        committed = self.commit_partitions(None, None, end_of_input=True)
+        if committed:
+            log.info("%s: end of input; committed %s", self.query_name, ", ".join(committed))
+        waiting = self.trigger.all_pending()
+        if waiting:
+            raise MetastoreUnavailableError(
+                f"{self.query_name}: {len(waiting)} partition(s) of {self.settings.table.identifier} are "
+                "written but not committed, because the metastore did not answer. Run the insert again: an "
+                "append is undone and written again, an overwrite is redone, and every partition is committed."
+            )
+        return committed
+
+    def tick(self) -> list[str]:
+        """Commit what is ready without a batch (idle timeout, process-time delays passing)."""
+        return self.commit_partitions(None, None)
+
+    def _run_policies(self, ready: list[PendingPartition], batch: int | None) -> None:
+        hms_table = None
+        if self.metastore is not None:
+            ident = self.settings.table.identifier
+            hms_table = self.metastore.get_table(ident.database, ident.name)
+            if hms_table is None:
+                raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
+        self._compact(ready)
+        # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
+        # they took as long as the metastore's calls one after another.
+        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table), ready))
+        for index, policy in enumerate(self.policies):
+            if index:
+                fault_point("between-policies", batch)
+            policy.commit_all(contexts)
+        if self.spark is not None and hms_table is not None and self._may_be_cached(ready, contexts):
+            self._refresh_spark_cache()
+        self._committed_here.update(partition.path for partition in ready)
+
+    def _compact(self, ready: list[PendingPartition]) -> None:
+        """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
+        work dir), then, with ``auto-compaction``, compact the partitions about to be committed for
+        the first time (late data re-committing a partition is left to ``sqlext compact`` or the
+        merging policy: compacting files readers already see means waiting for those readers)."""
+        if not self._compactions_recovered:
+            self._compactor.recover()
+            self._compactions_recovered = True
+        if not self.settings.auto_compaction:
+            return
+        try:
+            entries = self._compactor.compact([(p.path, p.values) for p in ready], registered=False)
+        except BaseException:
+            self._compactions_recovered = False  # finish it before the next commit
+            raise
+        for planned in (planned for entry in entries for planned in entry.files):
+            if planned.rows is not None:
+                self._row_counts[planned.final] = planned.rows
+
+    def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
+        directory = join(self.settings.path, partition.path)
+        files = data_files(self.fs, directory)
+        rows: int | None = 0
+        for status in files:
+            count = self._row_counts.get(status.uri)
+            if count is None:
+                count = count_rows(self.fs, status, self.settings.format)
+            if count is None:
+                rows = None
+                break
+            self._row_counts[status.uri] = count
+            rows = (rows or 0) + count
+        return PartitionCommitContext(
+            table=self.settings.table,
+            keys=list(self.settings.keys),
+            values=list(partition.values),
+            path=directory,
+            relative_path=partition.path,
+            files=files,
+            fs=self.fs,
+            metastore=self.metastore,
+            hms_table=hms_table,
+            row_count=rows,
+        )
+
+    def _may_be_cached(self, ready: list[PendingPartition], contexts: list[PartitionCommitContext]) -> bool:
+        """Whether this session may hold a stale file listing of a partition being committed.
+
+        Spark asks the HMS for a table's partitions at every query and caches file listings by path,
+        so a partition committed for the first time is seen without a refresh; one committed again
+        (late data) may have its old listing cached. Refreshing costs half a second to a second per
+        commit (profiled; the first one also starts Spark's Hive client), so it is done only then: when
+        the metastore policy did not just add every partition, and, after a restart, when what was
+        committed before is not known here."""
+        if all(context.new_in_metastore for context in contexts):
+            return False
+        if not self._committed_here:
+            return True
+        return any(partition.path in self._committed_here for partition in ready)
+
+    def _refresh_spark_cache(self) -> None:
+        ident = self.settings.table.identifier
+        try:
+            self.spark.catalog.refreshTable(f"`{ident.database}`.`{ident.name}`")
+        except Exception as exc:  # a cache refresh must never fail a commit
+            log.debug("could not refresh Spark's cache of %s: %s", ident, exc)
+
+    def close(self) -> None:
+        """Close the metastore client."""
+        if self.metastore is not None:
+            self.metastore.close()
