@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fresh",
         action="store_true",
         help="start every insert over: move its checkpoint aside and read its sources from the start "
-        "(as SET 'sqlext.jobs.insert.start' = 'fresh')",
+        "(as SET 'sqlext.insert.start' = 'fresh')",
     )
     run.set_defaults(handler=_run)
 
