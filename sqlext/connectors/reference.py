@@ -4,7 +4,7 @@
 
 The full document covers the built-in connectors (so it does not depend on what else is installed);
 ``render_reference(NAME)`` and ``sqlext connectors NAME`` cover any discovered connector. A test in
-``tests/test_registry.py`` fails when docs/connectors.md drifts from this output.
+``tests/core/test_registry.py`` fails when docs/connectors.md drifts from this output.
 """
 
 from __future__ import annotations

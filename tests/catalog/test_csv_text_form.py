@@ -2,7 +2,8 @@
 characters the form treats specially: the unescaping (runs of escape characters before ``n``/``r``,
 doubled quotes), the parse of a line (the split of a plain line and the regex of a line with escapes or
 quotes must give the same values), and the writer's escapes, skipped for types that cannot hold a special
-character. Files are checked end to end in tests/test_interop.py and tests/test_flink_files.py."""
+character. Files are checked end to end in tests/connectors/filesystem/test_interop.py and
+tests/connectors/filesystem/test_flink_files.py."""
 
 from __future__ import annotations
 

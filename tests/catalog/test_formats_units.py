@@ -1,6 +1,6 @@
 """csv text form units (no Spark): how NULL, a string equal to the null literal and a TIMESTAMP_LTZ are
 written, and the SerDe parameters the HMS gets for them. Readers are checked end to end in
-tests/test_interop.py and tests/test_flink_files.py."""
+tests/connectors/filesystem/test_interop.py and tests/connectors/filesystem/test_flink_files.py."""
 
 from __future__ import annotations
 
