@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from bench.common import median, metastore, print_table, scratch_dir, timed, write_result
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.compact_command import compact_table
+from sqlext.connectors.filesystem.compaction.command import compact_table
 from sqlext.connectors.filesystem.files import data_files
 from sqlext.connectors.filesystem.policies import MetastorePolicy, PartitionCommitContext
 from sqlext.io.fs import FileSystem

@@ -23,7 +23,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.table import Column, TableDefinition, TableIdentifier
 

@@ -34,8 +34,8 @@ from bench.common import median, metastore, print_table, scratch_dir, spark_sess
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert, spark_file_sink
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.commitlog import CommitLog
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 
 START = datetime(2026, 11, 22)

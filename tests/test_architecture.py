@@ -74,6 +74,23 @@ def test_no_module_imports_itself_around_a_circle() -> None:
     assert cycles == []
 
 
+def test_no_package_imports_itself_around_a_circle() -> None:
+    """Packages too (``commit`` runs ``compaction``, which must then not import ``commit``); a top-level module
+    counts as a package of its own."""
+    modules = _modules()
+
+    def package(module: str) -> str:
+        is_package = modules[module].name == "__init__.py"
+        return module if is_package or module.count(".") == 1 else module.rsplit(".", 1)[0]
+
+    packages: dict[str, set[str]] = {}
+    for module, targets in _graph().items():
+        packages.setdefault(package(module), set()).update(package(t) for t in targets if package(t) != package(module))
+    # A package's __init__ re-exporting its own modules is not a circle between packages.
+    packages = {name: {t for t in targets if not t.startswith(name + ".")} for name, targets in packages.items()}
+    assert sorted(" -> ".join(cycle) for cycle in _cycles(packages)) == []
+
+
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One circle per strongly connected component of more than one module (Tarjan)."""
     index: dict[str, int] = {}

@@ -129,8 +129,8 @@ def _commits(args: argparse.Namespace) -> int:
 def _compact(args: argparse.Namespace) -> int:
     from sqlext.catalog.hms import Catalog
     from sqlext.catalog.metastore.client import MetastoreClient
-    from sqlext.connectors.filesystem.compact_command import compact_table
-    from sqlext.connectors.filesystem.compaction import DEFAULT_READER_GRACE
+    from sqlext.connectors.filesystem.compaction.command import compact_table
+    from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
     from sqlext.options import DURATION_FORM, MEMORY_FORM, parse_duration, parse_memory_size
     from sqlext.table import TableIdentifier
 

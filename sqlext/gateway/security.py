@@ -43,7 +43,7 @@ SSL_KEYFILE = GATEWAY + "ssl.keyfile"
 KEYS: dict[str, str] = {
     AUTHENTICATION: "How logins are checked: NONE (default: no password), FILE, LDAP or CUSTOM.",
     USERS_FILE: "FILE: the users file (default $SQLEXT_HOME/gateway/users); `sqlext gateway passwd` writes it.",
-    CUSTOM_CLASS: "CUSTOM: class path of a sqlext.gateway.auth.Authenticator subclass.",
+    CUSTOM_CLASS: "CUSTOM: class path of a sqlext.gateway.authenticator.Authenticator subclass.",
     LDAP_URL: "LDAP: server URL, ldap://host:389 or ldaps://host:636 (needs the ldap3 package).",
     LDAP_BASE_DN: "LDAP: users bind as uid=<user>,<base-dn>.",
     LDAP_USER_DN_PATTERN: "LDAP: bind DN with %s for the user (instead of base-dn), e.g. cn=%s,ou=people,dc=x.",

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterable
 
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
 from sqlext.errors import TableNotFoundError
 from sqlext.io.fs import FileSystem, normalize
 from sqlext.table import TableIdentifier

@@ -298,7 +298,7 @@ def set_aside_commit_log(table_path: str, query: str, staging: bool = True) -> s
     """A fresh checkpoint numbers its batches from 0 again: move the query's earlier commit log (and, with
     ``staging``, its staging dir) in the sink table aside, or the new batches would be taken for replays
     of committed ones and skipped. Returns where the log went (None: there was none)."""
-    from sqlext.connectors.filesystem.commitlog import LOG_DIR, STAGING_DIR, CommitLog
+    from sqlext.connectors.filesystem.commit_log import LOG_DIR, STAGING_DIR, CommitLog
 
     fs = FileSystem(table_path)
     if CommitLog(fs, table_path).last_batch(query) is None:

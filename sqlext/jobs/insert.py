@@ -245,7 +245,7 @@ def _table_path(table: TableDefinition) -> str | None:
 def _sink_has_log(sink: TableDefinition, query_name: str) -> bool:
     """A checkpoint without identity is this insert's when the sink's commit log has its batches (or the
     sink keeps no log to tell)."""
-    from sqlext.connectors.filesystem.commitlog import CommitLog
+    from sqlext.connectors.filesystem.commit_log import CommitLog
 
     path = _table_path(sink)
     return path is None or CommitLog(FileSystem(path), path).last_batch(query_name) is not None

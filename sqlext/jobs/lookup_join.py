@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import expressions as exp
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.streaming_partitions import PartitionSnapshot, is_switched, key_function, poll
-from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings
-from sqlext.connectors.filesystem.streaming_spec import SourceSpec
+from sqlext.connectors.filesystem.streaming.partitions import PartitionSnapshot, is_switched, key_function, poll
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.spec import SourceSpec
 from sqlext.errors import ValidationError
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition, TableIdentifier

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from html import escape
 
-from sqlext.connectors.filesystem.commitlog import LogEntry
+from sqlext.connectors.filesystem.commit_log import LogEntry
 
 #: Drawing geometry (SVG user units).
 _WIDTH, _LABEL, _ROW, _AXIS = 1100, 260, 18, 30

@@ -145,7 +145,7 @@ class WriterClaim:
     # -- the commit log's owner ------------------------------------------------------------------------
 
     def _last_logged_batch(self) -> int | None:
-        from sqlext.connectors.filesystem.commitlog import CommitLog
+        from sqlext.connectors.filesystem.commit_log import CommitLog
 
         return CommitLog(FileSystem(self.table_path), self.table_path).last_batch(self.query)
 

@@ -3,7 +3,7 @@
 For PySpark users and Spark Declarative Pipelines (``dp.create_sink(name, format="sqlext",
 options={"table": "db.t"})``). The table is a sqlext table created by DDL; its own options drive the
 write (partitioning, rolling, trigger, delay, policies), through the same commit path as ``INSERT INTO``
-(:class:`sqlext.connectors.filesystem.committer.BatchCommitter`).
+(:class:`sqlext.connectors.filesystem.commit.committer.BatchCommitter`).
 
 How it differs from the ``INSERT`` path, and why:
 
@@ -41,8 +41,8 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.formats import ltz_columns
 from sqlext.catalog.metastore.client import RetryPolicy
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.batch_plan import BatchInfo, StagedFile
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.plan import BatchInfo, StagedFile
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.io import arrowfs

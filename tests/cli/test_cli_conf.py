@@ -11,7 +11,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.cli import _command_conf, build_parser, main
+from sqlext.cli.main import _command_conf, build_parser, main
 from sqlext.config import METASTORE_URIS
 from tests.support.tables import create_in_hms, events_table
 

@@ -16,7 +16,7 @@ import pytest
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 from sqlext.paths import pyspark_jars_dir
 from tests.support.streams import write_hourly_events

@@ -15,7 +15,7 @@ from thrift.transport.TTransport import TTransportException
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.connectors.filesystem.sink import FileSystemSink
 from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan

@@ -27,7 +27,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from tests.support import failed_logins
 from tests.support.tls import TRUSTSTORE_PASSWORD, SelfSigned, self_signed
 from tests.support.waiting import free_port, wait_for
-from tests.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
+from tests.gateway.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow, pytest.mark.timeout(900)]
 

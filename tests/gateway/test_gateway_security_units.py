@@ -203,7 +203,7 @@ def test_custom_authenticators_are_loaded_by_class_path_with_the_configuration()
     assert custom is not None and custom.authenticate("anyone", "sesame") and not custom.authenticate("x", "y")
     for path, message in [
         (f"{__name__}.Missing", "has no class 'Missing'"),
-        (f"{__name__}.NotAnAuthenticator", "does not implement sqlext.gateway.auth.Authenticator"),
+        (f"{__name__}.NotAnAuthenticator", "does not implement sqlext.gateway.authenticator.Authenticator"),
         ("no_such_module.Auth", "Cannot import module 'no_such_module'"),
     ]:
         bad = GatewaySecurity.of({G + "authentication": "CUSTOM", G + "authentication.class": path})

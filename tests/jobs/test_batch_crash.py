@@ -17,7 +17,8 @@ import pyarrow.dataset as ds
 import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem import batch_moves, committer, partition_commit
+from sqlext.connectors.filesystem.commit import committer, partition_commit
+from sqlext.connectors.filesystem.commit import moves as batch_moves
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.spark.session import extend

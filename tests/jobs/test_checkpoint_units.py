@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.errors import ValidationError
 from sqlext.io.fs import FileSystem
 from sqlext.jobs import checkpoint as ck

@@ -22,7 +22,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.io.fs import FileSystem
 from tests.support.services import BackendMetastore

@@ -22,7 +22,7 @@ import pytest
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.io.fs import BACKEND_ENV, FileSystem, backend_name
 from sqlext.sink import InsertPlan

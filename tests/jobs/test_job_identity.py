@@ -19,7 +19,7 @@ import pytest
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 from sqlext.jobs.checkpoint import metastore_dir_name
 from sqlext.jobs.lease import LEASE_TIMEOUT_S

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sqlext.cli import main
-from sqlext.connectors.filesystem.commitlog import LogEntry, State
+from sqlext.connectors.filesystem.commit_log import LogEntry, State
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.jobs.timeline import partition_histories, render_html
 from sqlext.spark.session import extend

@@ -17,7 +17,7 @@ import pytest
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.io.fs import FileSystem
 from sqlext.table import TableIdentifier
 from tests.support.streams import hourly_event_stream, write_hourly_events

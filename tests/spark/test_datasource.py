@@ -16,7 +16,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import ValidationError
 from sqlext.io.fs import FileSystem

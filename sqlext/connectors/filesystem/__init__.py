@@ -1,20 +1,23 @@
 """The ``filesystem`` connector, in one home (as Flink's ``flink-connector-files``).
 
 - :mod:`.factory`: the connector factory and its option checks; :mod:`.options`: every option it declares;
-- :mod:`.source`: the read path;
-- :mod:`.sink`: the streaming/batch sink, writing through :mod:`.committer` (the commit protocol, recorded in
-  :mod:`.commitlog`: :mod:`.batch_plan` stages and plans a batch, :mod:`.batch_moves` moves its files,
-  :mod:`.partition_commit` commits its partitions when :mod:`.trigger` says so (partition times from
-  :mod:`.extractor`) by running :mod:`.policies`); :mod:`.settings` reads a table's sink options,
-  :mod:`.files` and :mod:`.escaping` know data files and partition paths;
-- :mod:`.compaction`: merging small files (auto-compaction, the merging policy), planned by
-  :mod:`.compaction_plan` and rewritten by :mod:`.compaction_merge`; ``sqlext compact`` in :mod:`.compact_command`.
+  :mod:`.settings` reads a table's sink options; :mod:`.files` and :mod:`.escaping` know data files and
+  partition paths; :mod:`.extractor` (partition times) and :mod:`.policies` (commit policies) are what users extend;
+- :mod:`.source`: the read path of files; :mod:`.sink`: the streaming/batch sink;
+- :mod:`.commit`: the commit protocol the sink writes through (stage and plan, move, record, commit partitions
+  when the trigger says so); :mod:`.commit_log`: the table's record of every batch and compaction, which
+  the commit writes and compaction, the streaming read, ``sqlext commits`` and the jobs read;
+- :mod:`.compaction`: merging small files (auto-compaction, the merging policy, ``sqlext compact``);
+- :mod:`.streaming`: the streaming read of committed partitions (``streaming-source.*``).
+
+The sub-packages import the modules beside them and one way among themselves: ``commit`` runs
+``compaction`` (auto-compaction), ``streaming`` reads what ``compaction`` switched; none imports ``streaming``.
 
 The classes users extend are importable from here: :class:`PartitionCommitPolicy` (with its
 :class:`PartitionCommitContext`), :class:`PartitionTimeExtractor`, and the :class:`MergingCommitPolicy`.
 """
 
-from sqlext.connectors.filesystem.compaction import MergingCommitPolicy
+from sqlext.connectors.filesystem.compaction.compactor import MergingCommitPolicy
 from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor
 from sqlext.connectors.filesystem.factory import FileSystemTableFactory
 from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy

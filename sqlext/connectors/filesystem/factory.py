@@ -13,8 +13,8 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
-from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings, is_streaming_source
-from sqlext.connectors.filesystem.streaming_source import read_stream
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, is_streaming_source
+from sqlext.connectors.filesystem.streaming.source import read_stream
 from sqlext.errors import OptionError
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SinkContext, SourceContext

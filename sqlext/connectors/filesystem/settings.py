@@ -64,7 +64,7 @@ class SinkSettings:
 
     def __post_init__(self) -> None:
         if self.auto_compaction:
-            from sqlext.connectors.filesystem.compaction_merge import check_mergeable
+            from sqlext.connectors.filesystem.compaction.merge import check_mergeable
 
             check_mergeable(self.table, self.format)
 

@@ -1,5 +1,5 @@
 """The ``filesystem`` connector's sink: a Spark streaming query whose batches go through the
-driver-side commit protocol (:mod:`sqlext.connectors.filesystem.committer`).
+driver-side commit protocol (:mod:`sqlext.connectors.filesystem.commit.committer`).
 
 Why ``foreachBatch`` + Spark's own partitioned writer: executors write the files in parallel with
 Spark's fastest writers (the same code as Spark's file sink, with its INT96 timestamps that every
@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlext.connectors.filesystem.batch_plan import BatchInfo, read_batch_info
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.plan import BatchInfo, read_batch_info
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
 from sqlext.io.fs import FileSystem, join

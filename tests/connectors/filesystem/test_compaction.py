@@ -22,10 +22,10 @@ import pytest
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.cli import main
-from sqlext.connectors.filesystem.commitlog import CommitLog, State
-from sqlext.connectors.filesystem.compaction import COMPACTION_WRITER
-from sqlext.connectors.filesystem.compaction_merge import SourceFile, describe_file, merge_files
-from sqlext.connectors.filesystem.compaction_plan import plan_groups
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
+from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
+from sqlext.connectors.filesystem.compaction.merge import SourceFile, describe_file, merge_files
+from sqlext.connectors.filesystem.compaction.plan import plan_groups
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.faults import COMPACTION_POINTS, EXIT_CODE
 from sqlext.io.fs import FileStatus, FileSystem

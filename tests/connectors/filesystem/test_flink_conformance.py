@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from sqlext.connectors.filesystem.commit.trigger import create_trigger
 from sqlext.connectors.filesystem.escaping import parse_partition_path
 from sqlext.connectors.filesystem.extractor import DefaultPartitionTimeExtractor
 from sqlext.connectors.filesystem.settings import SinkSettings
-from sqlext.connectors.filesystem.trigger import create_trigger
 from sqlext.errors import SqlextError
 from sqlext.registry import validate_table
 from sqlext.sql.parser import parse_statement

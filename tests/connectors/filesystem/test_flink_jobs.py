@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.io.fs import FileSystem
 from sqlext.spark.session import extend

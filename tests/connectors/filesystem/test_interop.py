@@ -23,7 +23,7 @@ from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem import FileSystemTableFactory
-from sqlext.connectors.filesystem.compact_command import compact_table
+from sqlext.connectors.filesystem.compaction.command import compact_table
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.registry import SourceContext
 from sqlext.spark.session import extend

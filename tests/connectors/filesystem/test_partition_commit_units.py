@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sqlext.connectors.filesystem.batch_plan import BatchInfo, StagedFile
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.plan import BatchInfo, StagedFile
+from sqlext.connectors.filesystem.commit.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.escaping import (
     escape_path_name,
     parse_partition_path,
@@ -23,7 +24,6 @@ from sqlext.connectors.filesystem.extractor import (
 )
 from sqlext.connectors.filesystem.policies import load_custom_policy
 from sqlext.connectors.filesystem.settings import SinkSettings
-from sqlext.connectors.filesystem.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
 from sqlext.errors import CommitError, PartitionTimeError, PolicyError, ValidationError
 from sqlext.io.fs import FileSystem
 from tests.support.tables import events_table

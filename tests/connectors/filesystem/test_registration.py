@@ -11,7 +11,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import PARTITION_BATCH, MetastoreClient
-from sqlext.connectors.filesystem.committer import BatchCommitter
+from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.table import Column, TableDefinition, TableIdentifier
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.commitlog import LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.commit_log import LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.io.fs import FileSystem
 from sqlext.spark.session import extend

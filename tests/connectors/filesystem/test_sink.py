@@ -11,7 +11,7 @@ import pytest
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.cli import main
-from sqlext.connectors.filesystem.commitlog import CommitLog, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import BATCH_SUFFIX, FileSystemSink, running_insert
 from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan

@@ -18,9 +18,9 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.connectors.filesystem.commitlog import CommitLog
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.connectors.filesystem.sink import running_insert
-from sqlext.connectors.filesystem.streaming_offsets import batch_progress
+from sqlext.connectors.filesystem.streaming.offsets import batch_progress
 from sqlext.errors import OptionError
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
@@ -236,7 +236,7 @@ def test_a_reader_killed_mid_commit_and_restarted_reads_every_row_once(
 def test_compacting_partitions_that_were_read_during_the_read_changes_no_count(
     spark: Any, hms: MetastoreClient, tmp_path: Path
 ) -> None:
-    from sqlext.connectors.filesystem.compact_command import compact_table
+    from sqlext.connectors.filesystem.compaction.command import compact_table
     from sqlext.table import TableIdentifier
 
     extend(spark)

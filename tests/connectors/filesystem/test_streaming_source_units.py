@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sqlext.connectors.filesystem.streaming_offsets import (
+from sqlext.connectors.filesystem.streaming.offsets import (
     BatchProgress,
     batch_progress,
     files_to_read,
@@ -15,9 +15,9 @@ from sqlext.connectors.filesystem.streaming_offsets import (
     latest_report,
     next_offset,
 )
-from sqlext.connectors.filesystem.streaming_partitions import PartitionSnapshot, data_file_names, order_key
-from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings
-from sqlext.connectors.filesystem.streaming_spec import SourceSpec
+from sqlext.connectors.filesystem.streaming.partitions import PartitionSnapshot, data_file_names, order_key
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.spec import SourceSpec
 from sqlext.errors import OptionError, ParseError
 from sqlext.registry import validate_table
 from sqlext.sql.hints import options_hint, parse_pairs, with_hint
@@ -213,7 +213,7 @@ def test_a_file_is_read_in_the_source_schema_with_its_partition_values(tmp_path:
     import pyarrow.parquet as pq
     from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
-    from sqlext.connectors.filesystem.partition_stream import read_file
+    from sqlext.connectors.filesystem.streaming.partition_stream import read_file
 
     path = tmp_path / "part-0.parquet"
     rows = pa.table({"ID": [1, 2], "ts": pa.array([datetime(2026, 11, 22, 1), None], pa.timestamp("ns"))})

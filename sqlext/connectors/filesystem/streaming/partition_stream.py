@@ -1,5 +1,5 @@
 """The Spark side of the committed-partitions streaming source: a Python data source (Spark's
-``DataSourceStreamReader``) whose offsets are :mod:`sqlext.connectors.filesystem.streaming_offsets`'s.
+``DataSourceStreamReader``) whose offsets are :mod:`sqlext.connectors.filesystem.streaming.offsets`'s.
 
 ``initialOffset``, ``latestOffset`` and ``partitions`` run on the driver in one Python process that Spark keeps
 for the query (they may keep a metastore connection and the time of the last poll); ``read`` runs on the
@@ -25,21 +25,21 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.streaming_offsets import (
+from sqlext.connectors.filesystem.streaming.offsets import (
     batch_progress,
     files_to_read,
     initial_offset,
     latest_report,
     next_offset,
 )
-from sqlext.connectors.filesystem.streaming_partitions import (
+from sqlext.connectors.filesystem.streaming.partitions import (
     PartitionSnapshot,
     compaction_merges,
     key_function,
     list_partition_files,
     poll,
 )
-from sqlext.connectors.filesystem.streaming_spec import FORMAT_NAME, SourceSpec
+from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME, SourceSpec
 from sqlext.options import Options
 
 log = logging.getLogger("sqlext.streaming_source")

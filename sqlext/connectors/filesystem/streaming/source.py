@@ -37,8 +37,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings, check_readable
-from sqlext.connectors.filesystem.streaming_spec import FORMAT_NAME, SourceSpec
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, check_readable
+from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME, SourceSpec
 from sqlext.errors import ValidationError
 from sqlext.options import Options
 from sqlext.table import TableDefinition
@@ -106,7 +106,7 @@ def register(spark: Any) -> None:
     """Register the committed-partitions data source on a session; idempotent."""
     if id(spark) in _registered:
         return
-    from sqlext.connectors.filesystem.partition_stream import CommittedPartitionSource, ProgressLogger
+    from sqlext.connectors.filesystem.streaming.partition_stream import CommittedPartitionSource, ProgressLogger
 
     spark.dataSource.register(CommittedPartitionSource)
     try:

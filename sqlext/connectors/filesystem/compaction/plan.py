@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.compaction_merge import SourceFile
+from sqlext.connectors.filesystem.compaction.merge import SourceFile
 from sqlext.connectors.filesystem.files import total_rows
 from sqlext.options import Options
 from sqlext.table import TableDefinition

@@ -47,15 +47,15 @@ from typing import TypeVar
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
-from sqlext.connectors.filesystem.compaction_merge import (
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.compaction.merge import (
     FilesNotMergeable,
     SourceFile,
     check_mergeable,
     describe_file,
     merge_files,
 )
-from sqlext.connectors.filesystem.compaction_plan import MergeGroup, plan_groups, target_size_of
+from sqlext.connectors.filesystem.compaction.plan import MergeGroup, plan_groups, target_size_of
 from sqlext.connectors.filesystem.escaping import partition_path
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy, file_statistics
@@ -65,7 +65,7 @@ from sqlext.io.fs import FileSystem, join, normalize
 from sqlext.options import DURATION_FORM, MEMORY_FORM, Options, parse_duration, parse_memory_size
 from sqlext.table import TableDefinition
 
-log = logging.getLogger("sqlext.connectors.filesystem.compaction")
+log = logging.getLogger("sqlext.connectors.filesystem.compaction.compactor")
 T = TypeVar("T")
 
 #: The writer name compactions are recorded under in a table's commit log.

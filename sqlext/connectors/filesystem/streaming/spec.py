@@ -7,7 +7,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlext.connectors.filesystem.streaming_settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
 from sqlext.table import TableDefinition
 
 FORMAT_NAME = "sqlext-committed-partitions"

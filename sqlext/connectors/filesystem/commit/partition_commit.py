@@ -15,12 +15,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry
-from sqlext.connectors.filesystem.compaction import Compactor
+from sqlext.connectors.filesystem.commit.trigger import (
+    PartitionCommitTrigger,
+    PendingPartition,
+    TriggerState,
+    create_trigger,
+)
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
+from sqlext.connectors.filesystem.compaction.compactor import Compactor
 from sqlext.connectors.filesystem.files import count_rows, data_files
 from sqlext.connectors.filesystem.policies import PartitionCommitContext
 from sqlext.connectors.filesystem.settings import SinkSettings
-from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger, PendingPartition, TriggerState, create_trigger
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.io.fs import FileSystem, join

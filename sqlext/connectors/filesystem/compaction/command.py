@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.connectors.filesystem.commitlog import LogEntry
-from sqlext.connectors.filesystem.compaction import DEFAULT_READER_GRACE, Compactor
-from sqlext.connectors.filesystem.compaction_merge import check_mergeable
-from sqlext.connectors.filesystem.compaction_plan import target_size_of
+from sqlext.connectors.filesystem.commit_log import LogEntry
+from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE, Compactor
+from sqlext.connectors.filesystem.compaction.merge import check_mergeable
+from sqlext.connectors.filesystem.compaction.plan import target_size_of
 from sqlext.connectors.filesystem.escaping import parse_partition_path
 from sqlext.errors import ValidationError
 from sqlext.table import TableDefinition

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlext.catalog.formats import ltz_columns, prepare_write
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
 from sqlext.connectors.filesystem.files import count_rows
 from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkSettings

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.streaming_partitions import PartitionSnapshot, is_switched
-from sqlext.connectors.filesystem.streaming_settings import Key, StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.partitions import PartitionSnapshot, is_switched
+from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings
 from sqlext.errors import OptionError
 
 log = logging.getLogger("sqlext.streaming_source")

@@ -43,12 +43,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlext.connectors.filesystem.batch_moves import BatchMover
-from sqlext.connectors.filesystem.batch_plan import BatchInfo, BatchPlanner, StagedFile
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, State
-from sqlext.connectors.filesystem.partition_commit import PartitionCommitter
+from sqlext.connectors.filesystem.commit.moves import BatchMover
+from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
+from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
+from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.settings import SinkSettings
-from sqlext.connectors.filesystem.trigger import PartitionCommitTrigger
 from sqlext.errors import CommitError
 from sqlext.faults import fault_point
 from sqlext.io.fs import FileSystem, join

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlext.connectors.filesystem.commitlog import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.files import is_data_file
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.escaping import partition_path
-from sqlext.connectors.filesystem.streaming_settings import Key, StreamingSourceSettings, epoch_ms
-from sqlext.connectors.filesystem.streaming_spec import SourceSpec
+from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings, epoch_ms
+from sqlext.connectors.filesystem.streaming.spec import SourceSpec
 from sqlext.options import Options
 
 #: A path part of compaction's work dirs (``<table>/_sqlext/compaction/<id>/...``).
@@ -97,8 +97,8 @@ def list_partition_files(partition: PartitionSnapshot, success_file: str) -> lis
 def compaction_merges(table_path: str, partition: PartitionSnapshot) -> dict[str, list[str]]:
     """What compaction merged in a partition, from the table's commit log: merged file name -> the names of
     the files it replaced (entries the log still keeps; see ``sink.commit-log.retained-batches``)."""
-    from sqlext.connectors.filesystem.commitlog import CommitLog
-    from sqlext.connectors.filesystem.compaction import COMPACTION_WRITER
+    from sqlext.connectors.filesystem.commit_log import CommitLog
+    from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
     from sqlext.io.fs import FileSystem, normalize
 
     log_ = CommitLog(FileSystem(table_path), table_path)
