@@ -24,10 +24,10 @@ from thrift.transport import TSSLSocket
 from thrift.transport.TTransport import TTransportException
 
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from tests.gateway.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
 from tests.support import failed_logins
 from tests.support.tls import TRUSTSTORE_PASSWORD, SelfSigned, self_signed
 from tests.support.waiting import free_port, wait_for
-from tests.gateway.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow, pytest.mark.timeout(900)]
 
