@@ -13,7 +13,6 @@ refused unless ``spark.sqlext.gateway.insecure-no-auth`` is ``true`` (``--insecu
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from sqlext.config import PREFIX
 from sqlext.errors import ConfigError, did_you_mean
+from sqlext.netbind import is_loopback
 from sqlext.options import parse_duration
 from sqlext.paths import default_home
 
@@ -61,16 +61,6 @@ class AuthMode(StrEnum):
     FILE = "FILE"
     LDAP = "LDAP"
     CUSTOM = "CUSTOM"
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses; any other name counts as reachable from outside."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _duration_s(values: Mapping[str, str], key: str, default: str) -> float:

@@ -1,7 +1,11 @@
 """Start, inspect and stop a real Hive Metastore Thrift server from the Hive jars inside pyspark.
 
-The server is ``org.apache.hadoop.hive.metastore.HiveMetaStore`` (Hive 2.3, as shipped in pyspark's
-``jars/``), run by ``java`` as a detached process. Its state lives under a home directory:
+The server is Hive 2.3's metastore (``org.apache.hadoop.hive.metastore.HiveMetaStore``, as shipped in
+pyspark's ``jars/``), run by ``java`` as a detached process through :mod:`sqlext.catalog.metastore.bound`, which
+binds it to one address: 127.0.0.1 unless told otherwise. Its Thrift API has no authentication (anyone
+who reaches the port may create, alter and drop every database, table and partition), so another address
+needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. Its state lives under a
+home directory:
 
 - ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
 - ``conf/core-site.xml``  the Hadoop settings the metastore resolves table locations with (it checks and
@@ -19,6 +23,7 @@ file it wrote (and only if that pid is still a HiveMetaStore on that port).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -30,14 +35,20 @@ from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
 from sqlext import process
+from sqlext.catalog.metastore import bound
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
+from sqlext.netbind import connect_host, is_loopback
 from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
 
-MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+MAIN_CLASS = bound.MAIN_CLASS
+#: The main class of metastores started by earlier sqlext versions (on every interface): still stopped.
+HIVE_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 DEFAULT_PORT = 9083
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
+
+log = logging.getLogger(__name__)
 
 
 class Backend(StrEnum):
@@ -63,7 +74,10 @@ class MetastoreSettings:
     hadoop: tuple[tuple[str, str], ...] = ()
     #: A Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR.
     hadoop_conf_dir: Path | None = None
+    #: The address the metastore listens on; not loopback needs ``insecure_no_auth``.
     host: str = "127.0.0.1"
+    #: Allow a non-loopback ``host`` although the metastore has no authentication.
+    insecure_no_auth: bool = False
     heap: str = "512m"
     startup_timeout_s: float = 180.0
 
@@ -109,7 +123,22 @@ class MetastoreSettings:
 
     @property
     def uri(self) -> str:
-        return f"thrift://{self.host}:{self.port}"
+        """Where clients on this machine reach it."""
+        return f"thrift://{connect_host(self.host)}:{self.port}"
+
+    def check_bind(self) -> None:
+        """Refuse a non-loopback ``host`` unless ``insecure_no_auth`` says it is meant."""
+        if self.insecure_no_auth or is_loopback(self.host):
+            return
+        raise MetastoreError(
+            f"Refusing to start the Hive Metastore on {self.host}: its Thrift API has no authentication, so "
+            f"anyone who reaches port {self.port} there could create, alter and drop every database, table and "
+            "partition registered in it, or point a table at another location. Keep the default 127.0.0.1 "
+            "(reach it from other machines through an SSH tunnel), or, on a network you trust, pass "
+            "--insecure-no-auth.",
+            option="host",
+            value=self.host,
+        )
 
     @property
     def warehouse_uri(self) -> str:
@@ -193,18 +222,26 @@ def start(settings: MetastoreSettings) -> StartResult:
     Raises :class:`JavaNotFoundError` without Java, :class:`MetastoreError` when the port is held by
     something that is not a metastore or the server dies on start (with the tail of its log).
     """
+    settings.check_bind()
     current = status(settings)
     if current.answering:
         return StartResult(settings.uri, current.pid, already_running=True)
     if current.pid is not None:
         # Ours, alive, not answering yet: a concurrent start; wait for it rather than start twice.
         return _wait_until_answering(settings, current.pid)
-    if process.port_open(settings.host, settings.port):
+    if process.port_open(connect_host(settings.host).strip("[]"), settings.port):
         raise MetastoreError(
             f"Port {settings.port} on {settings.host} is taken by a process that is not a Hive Metastore; "
             "choose another port (--port) or stop that process."
         )
     java = find_java()
+    if not is_loopback(settings.host):
+        log.warning(
+            "The Hive Metastore listens on %s:%d without authentication: anyone who reaches it can create, "
+            "alter and drop every database, table and partition registered in it (--insecure-no-auth).",
+            settings.host,
+            settings.port,
+        )
     pid = process.spawn(_command(settings, java), settings.log_file, settings.home)
     settings.pid_file.write_text(str(pid))
     return _wait_until_answering(settings, pid)
@@ -229,6 +266,7 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     hadoop_dir = _hadoop_conf_dir(settings)
     if hadoop_dir is not None:
         classpath.append(str(hadoop_dir.resolve()))
+    classpath.append(str(bound.classes_dir(java)))
     classpath.append(str(pyspark_jars_dir() / "*"))
     if driver_jar is not None:
         if not driver_jar.is_file():
@@ -249,6 +287,8 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         "-cp",
         os.pathsep.join(classpath),
         MAIN_CLASS,
+        "--host",
+        settings.host,
         "-p",
         str(settings.port),
     ]
@@ -343,4 +383,7 @@ def _answers(uri: str, timeout_s: float) -> bool:
 
 def _live_pid(settings: MetastoreSettings) -> int | None:
     """The pid in this home's pid file, if that process is alive and is our metastore on that port."""
-    return process.live_pid(settings.pid_file, MAIN_CLASS, str(settings.port))
+    port = str(settings.port)
+    return process.live_pid(settings.pid_file, MAIN_CLASS, port) or process.live_pid(
+        settings.pid_file, HIVE_MAIN_CLASS, port
+    )
