@@ -45,6 +45,8 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
         hadoop=tuple(sorted({**dict(base.hadoop), **_parse_conf(args.hadoop_conf)}.items())),
         hadoop_conf_dir=Path(args.hadoop_conf_dir) if args.hadoop_conf_dir else base.hadoop_conf_dir,
+        host=args.host or base.host,
+        insecure_no_auth=getattr(args, "insecure_no_auth", False),
     )
 
 
@@ -173,10 +175,18 @@ def _command_conf(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _metastore_uri(conf: Mapping[str, str]) -> str:
-    """The metastore a command reaches: ``--metastore-uri`` / ``--conf`` / the conf file, else the embedded one's
-    address (not started: commands that only read say so when it does not answer)."""
+    """The metastore a command that only reads or stops reaches: ``--metastore-uri`` / ``--conf`` / the conf
+    file, else the embedded one's address, which is never started here: when it does not answer, says so."""
     config = SqlextConfig.load(conf)
-    return config.metastore_uris or launcher.MetastoreSettings.from_config(config).uri
+    if config.metastore_uris:
+        return config.metastore_uris
+    embedded = launcher.MetastoreSettings.from_config(config)
+    if not launcher.status(embedded).answering:
+        raise SqlextError(
+            f"No metastore at {embedded.uri}: spark.sqlext.metastore.uris is not set and the embedded metastore "
+            "does not run. Give --metastore-uri thrift://host:port, or start it with 'sqlext metastore start'."
+        )
+    return embedded.uri
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:
@@ -218,9 +228,9 @@ def _thriftserver(args: argparse.Namespace) -> int:
         hiveconf=hiveconf,
         insecure_no_auth=args.insecure_no_auth,
     )
-    if args.action == "start":
+    if args.action == "start":  # stop and status never start (or look for) a metastore
         thriftserver.check(settings)  # before the metastore is started for it
-    settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
+        settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
     return _control_server(args.action, "Thrift server", settings, thriftserver)
 
 
@@ -234,9 +244,9 @@ def _gateway(args: argparse.Namespace) -> int:
     settings = gateway_control.GatewaySettings(metastore_uri="", port=port, host=args.host, conf=conf)
     if args.home:
         settings = replace(settings, home=Path(args.home).resolve())
-    if args.action == "start":
+    if args.action == "start":  # stop and status never start (or look for) a metastore
         gateway_control.check(settings)  # before the metastore is started for it
-    settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
+        settings = replace(settings, metastore_uri=_server_metastore_uri(conf))
     return _control_server(args.action, "sqlext gateway", settings, gateway_control)
 
 
@@ -334,6 +344,7 @@ def _add_conf_flags(parser: argparse.ArgumentParser) -> None:
 
 def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="Thrift port (default 9083, or spark.sqlext.metastore.port)")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--home", help="directory for the metastore's database, config, pid and log")
     parser.add_argument("--warehouse", help="warehouse dir URI (default <home>/warehouse)")
     parser.add_argument("--backend", choices=[b.value for b in Backend], help="database backend (default derby)")
@@ -369,6 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
         action = actions.add_parser(name, help=help_text)
         _add_metastore_flags(action)
         action.set_defaults(handler=handler)
+    actions.choices["start"].add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback --host: the metastore has no authentication (anyone reaching it can drop tables)",
+    )
 
     commits = commands.add_parser("commits", help="show a table's commit log (batches, files, partitions)")
     commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
