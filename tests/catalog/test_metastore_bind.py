@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from sqlext import process
-from sqlext.errors import MetastoreError
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.errors import MetastoreError
 from tests.support.sockets import listeners_on, listening
 from tests.support.waiting import free_port
 

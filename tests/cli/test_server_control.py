@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlext.metastore.launcher import DEFAULT_PORT, MetastoreSettings
+from sqlext.catalog.metastore.launcher import DEFAULT_PORT, MetastoreSettings
 from tests.support.sockets import listeners_on
 from tests.support.waiting import free_port
 
