@@ -4,7 +4,8 @@ Hive 2.3's ``HiveMetaStore.main`` listens on every interface and has no setting 
 (``hive.metastore.thrift.bind.host`` exists from Hive 4). ``BoundHiveMetaStore`` serves the same Hive
 classes with the server socket bound to the address given. It is compiled once, against pyspark's jars,
 with the Java compiler of the ``java`` that runs the metastore (the ``jdk.compiler`` module; Debian's
-``openjdk-17-jre-headless`` has it), into a cache directory named after the source and the Hive jar.
+``openjdk-17-jre-headless`` has it), into a cache directory named after the source and the jars it was
+compiled against.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ def cache_dir() -> Path:
 def classes_dir(java: str) -> Path:
     """The directory holding the compiled ``BoundHiveMetaStore``, compiling it first if needed."""
     jars = sorted(pyspark_jars_dir().glob("*.jar"))
-    hive = [jar.name for jar in jars if jar.name.startswith("hive-metastore-")]
-    key = hashlib.sha256(SOURCE.read_bytes() + "|".join(hive).encode()).hexdigest()[:16]
+    key = hashlib.sha256(SOURCE.read_bytes() + "|".join(jar.name for jar in jars).encode()).hexdigest()[:16]
     target = cache_dir() / f"metastore-launcher-{key}"
     if (target / f"{MAIN_CLASS}.class").is_file():
         return target
