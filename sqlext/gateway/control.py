@@ -55,10 +55,13 @@ class GatewaySettings(process.ServerSettings):
 def check(settings: GatewaySettings) -> GatewaySecurity:
     """Check the security settings as the gateway will (bind address, authenticator, certificate)."""
     from sqlext.gateway.auth import load_authenticator
+    from sqlext.gateway.authz.settings import AuthorizationSettings
 
     security = settings.security
     security.check_bind(settings.host)
-    load_authenticator(security, SqlextConfig.load(settings.conf).values)
+    values = SqlextConfig.load(settings.conf).values
+    load_authenticator(security, values)
+    AuthorizationSettings.of(values, security)
     security.ssl_context()
     return security
 

@@ -11,7 +11,8 @@ CANCELED (stopped with ``STOP JOB``). Each row also shows the job's checkpoint a
 
 Each job records its owner, the user whose session started it. ``SHOW JOBS`` lists, and ``STOP JOB``
 stops, the user's own jobs; users in ``spark.sqlext.gateway.admins`` see and stop all. Another user's
-job is answered as one that does not exist, so its id tells nothing.
+job is answered as one that does not exist, so its id tells nothing; but the owner of the table a job
+writes into sees and stops it too (see docs/authorization.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -70,6 +72,8 @@ class Job:
     insert: RunningInsert | None = None
     canceled: bool = False
     owner: str = ""
+    #: The table it writes into, ``db.table`` (whose owner may also stop it).
+    table: str = ""
 
     @property
     def status(self) -> JobStatus:
@@ -104,41 +108,42 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def record(self, spark: Any, job_id: str, job_name: str, owner: str) -> Job:
-        """Keep the job an INSERT on ``spark`` (a Spark session) of ``owner`` just started."""
+    def record(self, spark: Any, job_id: str, job_name: str, owner: str, table: str = "") -> Job:
+        """Keep the job an INSERT on ``spark`` (a Spark session) of ``owner`` into ``table`` just started."""
         from sqlext.connectors.filesystem.sink import running_insert
 
         insert = running_insert(job_id)
         # Spark lists only active queries: another sink's bounded insert may have ended already (FINISHED).
         query = insert.query if insert is not None else spark.streams.get(job_id)
-        job = Job(job_id, job_name, datetime.now(), query, insert, owner=owner)
+        job = Job(job_id, job_name, datetime.now(), query, insert, owner=owner, table=table)
         with self._lock:
             self._jobs[job_id] = job
         log.info("job %s (%s) started by %s", job_id, job_name, owner)
         return job
 
-    def jobs(self, user: str | None = None) -> list[Job]:
-        """The jobs ``user`` may see (all for an admin, or with no user given), oldest first."""
+    def jobs(self, user: str | None = None, owns: Callable[[str], bool] | None = None) -> list[Job]:
+        """The jobs ``user`` may see (all for an admin, or with no user given), oldest first: their own,
+        and those writing into a table ``owns`` says is theirs."""
         with self._lock:
             jobs = sorted(self._jobs.values(), key=lambda job: job.started)
         if user is None or user in self.admins:
             return jobs
-        return [job for job in jobs if job.owner == user]
+        return [job for job in jobs if job.owner == user or (owns is not None and job.table and owns(job.table))]
 
-    def show(self, user: str | None = None) -> ResultSet:
+    def show(self, user: str | None = None, owns: Callable[[str], bool] | None = None) -> ResultSet:
         from sqlext.jobs.checkpoint import started_checkpoint
 
         rows = []
-        for job in self.jobs(user):
+        for job in self.jobs(user, owns):
             prepared = started_checkpoint(job.job_id)
             checkpoint, identity = (prepared.location, prepared.identity.describe()) if prepared else (None, None)
             started = job.started.isoformat(" ", "milliseconds")
             rows.append((job.job_id, job.job_name, str(job.status), started, checkpoint, identity))
         return ResultSet(COLUMNS, rows)
 
-    def stop(self, job_id: str, user: str | None = None) -> None:
+    def stop(self, job_id: str, user: str | None = None, owns: Callable[[str], bool] | None = None) -> None:
         """Stop a running job ``user`` may see (Spark finishes the batch being committed first)."""
-        job = next((job for job in self.jobs(user) if job.job_id == job_id), None)
+        job = next((job for job in self.jobs(user, owns) if job.job_id == job_id), None)
         if job is None:
             raise SqlextError(f"No job with id '{job_id}' was started through this gateway; SHOW JOBS lists them.")
         status = job.status
@@ -153,14 +158,15 @@ class JobRegistry:
             if job.status is JobStatus.RUNNING:
                 self.stop(job.job_id)
 
-    def execute(self, statement: str, user: str) -> ResultSet | None:
-        """Answer SHOW JOBS or STOP JOB for ``user``; None for any other statement."""
+    def execute(self, statement: str, user: str, owns: Callable[[str], bool] | None = None) -> ResultSet | None:
+        """Answer SHOW JOBS or STOP JOB for ``user`` (who also sees the jobs writing tables ``owns`` says
+        are theirs); None for any other statement."""
         if not JOB_STATEMENT.match(statement):
             return None
         parsed = parse_statement(statement)
         if isinstance(parsed, ShowJobs):
-            return self.show(user)
+            return self.show(user, owns)
         if isinstance(parsed, StopJob):
-            self.stop(parsed.job_id, user)
+            self.stop(parsed.job_id, user, owns)
             return ResultSet([ResultColumn("result", T.STRING_TYPE)], [("OK",)])
         return None

@@ -24,6 +24,7 @@ from sqlext.errors import (
     TableNotFoundError,
     ValidationError,
 )
+from sqlext.gateway.authz.access import DENIED_SQL_STATE, AuthorizationError
 from sqlext.gateway.results import ResultSet
 
 S = ttypes.TOperationState
@@ -31,6 +32,7 @@ TERMINAL = frozenset({S.FINISHED_STATE, S.ERROR_STATE, S.CANCELED_STATE, S.CLOSE
 
 #: SQLSTATE of sqlext's errors, by the nearest class in the error's hierarchy.
 _SQL_STATES: dict[type[SqlextError], str] = {
+    AuthorizationError: DENIED_SQL_STATE,
     ParseError: "42601",
     TableNotFoundError: "42P01",
     ValidationError: "42000",

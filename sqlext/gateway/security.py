@@ -35,6 +35,9 @@ LDAP_USER_DN_PATTERN = GATEWAY + "authentication.ldap.user-dn-pattern"
 FAILURE_DELAY = GATEWAY + "authentication.failure-delay"
 FAILURE_DELAY_MAX = GATEWAY + "authentication.failure-delay.max"
 ADMINS = GATEWAY + "admins"
+AUTHORIZATION = GATEWAY + "authorization"
+ALLOWED_LOCATIONS = GATEWAY + "allowed-locations"
+DENIED_SETTINGS = GATEWAY + "denied-settings"
 INSECURE_NO_AUTH = GATEWAY + "insecure-no-auth"
 SSL_CERTFILE = GATEWAY + "ssl.certfile"
 SSL_KEYFILE = GATEWAY + "ssl.keyfile"
@@ -49,7 +52,10 @@ KEYS: dict[str, str] = {
     LDAP_USER_DN_PATTERN: "LDAP: bind DN with %s for the user (instead of base-dn), e.g. cn=%s,ou=people,dc=x.",
     FAILURE_DELAY: "Delay after a failed login from an address, doubled per further failure (default 1 s).",
     FAILURE_DELAY_MAX: "Longest such delay (default 30 s).",
-    ADMINS: "Comma-separated users whose SHOW JOBS / STOP JOB see every user's jobs.",
+    ADMINS: "Comma-separated users who may do anything (see docs/authorization.md) and see every user's jobs.",
+    AUTHORIZATION: "true (default): statements are authorized (docs/authorization.md); false: anyone may do all.",
+    ALLOWED_LOCATIONS: "Comma-separated URI prefixes under which users' tables may live (default: the warehouse).",
+    DENIED_SETTINGS: "Comma-separated keys users may not SET beyond the built-in list (a trailing '.': a prefix).",
     INSECURE_NO_AUTH: "true: allow listening on a non-loopback address with authentication NONE.",
     SSL_CERTFILE: "PEM certificate (chain): the binary transport speaks TLS.",
     SSL_KEYFILE: "PEM private key of the certificate (default: in the certificate file).",

@@ -134,12 +134,14 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
 
     from sqlext.config import SqlextConfig
     from sqlext.gateway.auth import load_authenticator
+    from sqlext.gateway.authz.settings import AuthorizationSettings
     from sqlext.gateway.throttle import LoginThrottle
     from sqlext.spark.session import spark_session
 
     config = SqlextConfig.load(conf)
     security = GatewaySecurity.of(config.values)
     security.check_bind(host)
+    authorization = AuthorizationSettings.of(config.values, security)
     authenticator = load_authenticator(security, config.values)
     throttle = LoginThrottle(security.failure_delay_s, security.failure_delay_max_s)
     guard = LoginGuard(authenticator, throttle) if authenticator is not None else None
@@ -150,12 +152,13 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf))
     spark.sparkContext.setLogLevel("WARN")
-    gateway = Gateway(spark, admins=security.admins)
+    gateway = Gateway(spark, admins=security.admins, authorization=authorization)
     server = GatewayServer(gateway, host, port, guard, tls)
     log.info(
-        "authentication %s%s, TLS %s",
+        "authentication %s%s, authorization %s, TLS %s",
         security.mode,
         f" (admins: {', '.join(sorted(security.admins))})" if security.admins else "",
+        "on" if authorization.enabled else "off",
         "on" if tls else "off",
     )
 

@@ -23,10 +23,16 @@ from typing import TYPE_CHECKING
 from TCLIService import ttypes
 
 from sqlext.frames import StatementResult
+from sqlext.gateway.authz.access import DENIED_SQL_STATE
+from sqlext.gateway.authz.authorizer import SessionAuthorizer
+from sqlext.gateway.authz.settings import AuthorizationSettings
 from sqlext.gateway.jobs import JobRegistry
 from sqlext.gateway.operations import InvalidHandleError, Operation, new_handle
 from sqlext.gateway.results import ResultSet
 from sqlext.spark.session import SqlextSession, extend
+from sqlext.sql import statements as p
+from sqlext.sql.parser import parse_statement
+from sqlext.table import TableIdentifier
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,12 +48,15 @@ IGNORED_PREFIXES = ("set:hivevar:", "set:system:")
 class GatewaySession:
     """One client session: its extended Spark session, its operations and the worker that runs them."""
 
-    def __init__(self, root: SparkSession, user: str, jobs: JobRegistry) -> None:
+    def __init__(
+        self, root: SparkSession, user: str, jobs: JobRegistry, authorization: AuthorizationSettings | None = None
+    ) -> None:
         self.handle = new_handle()
         self.user = user
         self.jobs = jobs
         self.spark: SparkSession = root.newSession()
         self.sqlext: SqlextSession = extend(self.spark)
+        self.authorizer = SessionAuthorizer(authorization or AuthorizationSettings(enabled=False), self.sqlext, user)
         self._operations: dict[bytes, Operation] = {}
         self._lock = threading.Lock()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"gateway-session-{self.key.hex()[:8]}")
@@ -59,7 +68,10 @@ class GatewaySession:
     def configure(self, configuration: Mapping[str, str]) -> None:
         """Apply OpenSession's configuration as HiveServer2 does: ``use:database``; ``set:hiveconf:k``
         or a plain ``k`` as conf (``spark.*`` keys as Spark conf, Hive's own ``hive.*`` ignored, any
-        other as a sqlext session option); ``set:hivevar:`` and ``set:system:`` ignored."""
+        other as a sqlext session option); ``set:hivevar:`` and ``set:system:`` ignored. Keys are
+        authorized as ``SET`` would be, all before any is applied."""
+        keys = [key.removeprefix(HIVECONF) for key in configuration if not key.startswith(IGNORED_PREFIXES)]
+        self.authorizer.check_settings(key for key in keys if key != USE_DATABASE)
         for key, value in configuration.items():
             if key.startswith(HIVECONF):
                 self._set_conf(key[len(HIVECONF) :], value)
@@ -96,20 +108,32 @@ class GatewaySession:
         context = self.spark.sparkContext
         context.setJobGroup(operation.job_group, operation.statement[:200], interruptOnCancel=True)
         operation.run(lambda: work(operation.statement))
-        if operation.error is not None:
+        if operation.error is not None and operation.error.sql_state != DENIED_SQL_STATE:  # denials log themselves
             first_line = operation.error.message.strip().splitlines()[0] if operation.error.message.strip() else ""
             log.info("session %s: %r failed: %s", self.key.hex()[:8], operation.statement[:100], first_line)
 
     def _execute(self, statement: str) -> ResultSet:
-        answered = self.jobs.execute(statement, self.user)
+        answered = self.authorizer.answer(statement)
+        if answered is None:
+            answered = self.jobs.execute(statement, self.user, self._owns)
         if answered is not None:
             return answered
+        after = self.authorizer.check(statement)  # before anything runs
         answer = self.sqlext.run(statement)
+        after()
         result = ResultSet.of_result(answer) if isinstance(answer, StatementResult) else ResultSet.of_frame(answer)
         if "job_id" in result.column_names:  # a streaming INSERT started: the gateway keeps its job
             row = dict(zip(result.column_names, result.rows[0], strict=True))
-            self.jobs.record(self.spark, row["job_id"], row.get("job_name") or "", self.user)
+            job_name = row.get("job_name") or ""
+            self.jobs.record(self.spark, row["job_id"], job_name, self.user, self._insert_target(statement))
         return result
+
+    def _owns(self, table: str) -> bool:
+        return self.authorizer.owns(TableIdentifier.parse(table))
+
+    def _insert_target(self, statement: str) -> str:
+        parsed = parse_statement(statement)
+        return str(self.sqlext.resolve(parsed.target)) if isinstance(parsed, p.Insert) else ""
 
     def operation(self, handle: ttypes.TOperationHandle) -> Operation | None:
         with self._lock:
@@ -138,14 +162,20 @@ class GatewaySession:
 class Gateway:
     """All sessions of one gateway process, on one root Spark session, and their jobs."""
 
-    def __init__(self, spark: SparkSession, admins: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        spark: SparkSession,
+        admins: frozenset[str] = frozenset(),
+        authorization: AuthorizationSettings | None = None,
+    ) -> None:
         self.spark = spark
+        self.authorization = authorization
         self.jobs = JobRegistry(admins)
         self._sessions: dict[bytes, GatewaySession] = {}
         self._lock = threading.Lock()
 
     def open_session(self, user: str, configuration: Mapping[str, str] | None = None) -> GatewaySession:
-        session = GatewaySession(self.spark, user, self.jobs)
+        session = GatewaySession(self.spark, user, self.jobs, self.authorization)
         try:
             session.configure(configuration or {})
         except Exception:

@@ -63,6 +63,8 @@ def gateway(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFacto
         "spark.sqlext.warehouse": (home / "warehouse").as_uri(),
         "spark.sqlext.checkpoint.root": (home / "checkpoints").as_uri(),
         "spark.sql.shuffle.partitions": "2",
+        # The tests' tables live in their tmp_path (docs/authorization.md: locations).
+        "spark.sqlext.gateway.allowed-locations": tmp_path_factory.getbasetemp().as_uri(),
     }
     port = free_port()
     flags = ("--port", str(port), *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")))

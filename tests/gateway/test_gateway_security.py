@@ -76,6 +76,7 @@ def secured(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFacto
         G + "ssl.keyfile": str(certificate.key),
         G + "authentication.failure-delay": "200 ms",
         G + "authentication.failure-delay.max": "2 s",
+        G + "allowed-locations": tmp_path_factory.getbasetemp().as_uri(),  # the tests' tables live in tmp_path
     }
     port = free_port()
     flags = ("--port", str(port), *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")))
