@@ -140,7 +140,7 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
             return create_table(sql, tree)
         if kind in ("DATABASE", "SCHEMA"):
             return create_database(sql, tree)
-    if isinstance(tree, exp.Insert):
+    if isinstance(tree, exp.Insert) and not isinstance(tree.this, exp.Directory):  # Spark writes directories
         return _insert(sql, tree)
     if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
         target = tree.this if isinstance(tree.this, exp.Table) else tree.args["tables"][0]
