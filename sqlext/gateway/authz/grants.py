@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from TCLIService import ttypes
 
@@ -50,7 +49,11 @@ COLUMNS = (
     ResultColumn("grant_time", T.BIGINT_TYPE),
     ResultColumn("grantor", T.STRING_TYPE),
 )
-OK = ResultSet([ResultColumn("result", T.STRING_TYPE)], [("OK",)])
+
+
+def _ok() -> ResultSet:
+    """A fresh one each time: a result set keeps how far it was fetched."""
+    return ResultSet([ResultColumn("result", T.STRING_TYPE)], [("OK",)])
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,7 @@ class GrantCommands:
                 self.store.grant(statement.table, grantee, statement.privileges, user)
             else:
                 self.store.revoke(statement.table, grantee, statement.privileges)
-        return OK
+        return _ok()
 
     def _show(self, statement: ShowGrant, user: str) -> ResultSet:
         if statement.user is None and statement.table is None:
@@ -153,7 +156,7 @@ class GrantCommands:
 
 
 def _row(grant: Grant) -> tuple[object, ...]:
-    granted_ms = int(datetime.fromtimestamp(grant.granted_s, UTC).timestamp() * 1000)
+    granted_ms = grant.granted_s * 1000
     return (
         grant.table.database,
         grant.table.name,

@@ -54,11 +54,18 @@ class PrivilegeStore:
         return self.client.get_table(table.database, table.name) is not None
 
     def set_owner(self, table: TableIdentifier, user: str) -> None:
-        """Make ``user`` the table's owner (what its creator becomes)."""
+        """Make ``user`` the owner of a table just created. Spark's Hive client creates a table with the
+        server's OS user as owner, and Hive grants that owner ALL on it
+        (``hive.security.authorization.createtable.owner.grants``): both go to the creator, so a user who
+        shares the OS user's name gets nothing from it."""
         found = self.client.get_table(table.database, table.name)
-        if found is not None and found.owner != user:
-            found.owner = user
-            self.client.alter_table(table.database, table.name, found)
+        if found is None or found.owner == user:
+            return
+        previous = found.owner or ""
+        found.owner = user
+        self.client.alter_table(table.database, table.name, found)
+        if previous:
+            self.revoke(table, previous, ALL)
 
     def grants(self, table: TableIdentifier | None = None, user: str | None = None) -> list[Grant]:
         """Grants on ``table`` (every table: None) to ``user`` (every user: None), sorted."""
