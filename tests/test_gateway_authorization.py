@@ -209,6 +209,11 @@ def test_tables_live_only_under_the_allowed_locations_never_in_the_servers_files
     mine = tmp_path / "alices"
     _rows(cursors["alice"], flink.format(db=DB, name="alices", path=mine.as_uri()))
     assert hms.get_table(DB, "alices").owner == "alice", "the creator owns the table"
+    message = _denied(
+        cursors["bob"], f"CREATE TABLE {DB}.over (a STRING) STORED AS TEXTFILE LOCATION '{mine}'", "location", "bob"
+    )
+    assert f"overlaps the location of table {DB}.alices of 'alice'" in message
+    assert hms.get_table(DB, "over") is None
     _rows(cursors["root"], f"CREATE TABLE {DB}.roots (a STRING) STORED AS TEXTFILE LOCATION '{outside / 'r'}'")
     assert hms.get_table(DB, "roots").owner == "root", "an admin's table may be anywhere but the server's files"
 

@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 
 Command = Callable[[argparse.Namespace], int]
 
+THRIFTSERVER_HELP = """Spark's own HiveThriftServer2 on sqlext's metastore, for beeline, PyHive and JDBC/ODBC tools.
+
+It has NO authorization: whoever connects (and signs in, with --hiveconf hive.server2.authentication=...)
+runs any SQL as this server's OS user: shell commands (SELECT TRANSFORM ... USING 'cmd'), any file by path
+(SELECT * FROM text.`/path`), Java reflection, ADD JAR. A --host other than loopback is refused unless
+--insecure-no-auth says that is meant. For other users run 'sqlext gateway', which checks every statement
+(docs/authorization.md)."""
+
 CONF_HELP = (
     "Spark conf, repeatable: spark.sqlext.* (over the conf file's), spark.hadoop.* for the tables' storage, any spark.*"
 )
@@ -414,7 +422,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_conf_flags(compact)
     compact.set_defaults(handler=_compact)
 
-    server = commands.add_parser("thriftserver", help="Spark's Thrift JDBC/ODBC server on sqlext's metastore")
+    server = commands.add_parser(
+        "thriftserver",
+        help="Spark's Thrift JDBC/ODBC server on sqlext's metastore (no authorization: for yourself only)",
+        description=THRIFTSERVER_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     server.add_argument("action", choices=["start", "stop", "status"])
     server.add_argument("--port", type=int, help=f"port (default {thriftserver.DEFAULT_PORT})")
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -428,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument(
         "--insecure-no-auth",
         action="store_true",
-        help="allow a non-loopback --host without hive.server2.authentication (anyone reaching it runs SQL)",
+        help="allow a non-loopback --host (there is no authorization: whoever signs in runs any SQL as this OS user)",
     )
     server.set_defaults(handler=_thriftserver)
 

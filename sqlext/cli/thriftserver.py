@@ -9,8 +9,12 @@ HiveServer2's own settings pass through as ``--hiveconf key=value``, authenticat
 ``hive.server2.authentication`` (``NONE``, ``LDAP``, ``CUSTOM``, ``KERBEROS``, ``PAM``, ``NOSASL``)
 with ``hive.server2.authentication.ldap.url`` / ``.ldap.baseDN`` / ``.ldap.userDNPattern``,
 ``hive.server2.custom.authentication.class`` (its jar through ``--conf spark.jars=...``), and TLS with
-``hive.server2.use.SSL``, ``hive.server2.keystore.path`` and ``hive.server2.keystore.password``. As for
-the gateway, a non-loopback ``--host`` without authentication is refused unless ``--insecure-no-auth``.
+``hive.server2.use.SSL``, ``hive.server2.keystore.path`` and ``hive.server2.keystore.password``.
+
+It has no authorization: whoever signs in runs any SQL as the server's OS user (``TRANSFORM ... USING``
+runs command lines, ``format.`path``` reads any file, ``reflect`` calls any Java method). So a
+non-loopback ``--host`` is refused, whatever the authentication, unless ``--insecure-no-auth`` says that
+is meant; ``sqlext gateway`` is the server for other users (docs/authorization.md).
 """
 
 from __future__ import annotations
@@ -56,13 +60,16 @@ def check(settings: ThriftServerSettings) -> None:
     for key, flag in OWN_KEYS.items():
         if key in settings.hiveconf:
             raise ConfigError(f"Set {key} with {flag}, not --hiveconf.", option=key, value=settings.hiveconf[key])
-    if settings.authentication in AUTHENTICATING_MODES or settings.insecure_no_auth or is_loopback(settings.host):
+    if settings.insecure_no_auth or is_loopback(settings.host):
         return
     raise ConfigError(
-        f"Refusing to listen on {settings.host} with {AUTHENTICATION}={settings.authentication}: anyone who "
-        "reaches the port could run any SQL there. Pass --hiveconf hive.server2.authentication=LDAP (with "
-        "hive.server2.authentication.ldap.url=...) or CUSTOM (with hive.server2.custom.authentication.class="
-        "...), or, on a network you trust, --insecure-no-auth.",
+        f"Refusing to listen on {settings.host} with {AUTHENTICATION}={settings.authentication}: Spark's Thrift "
+        "server has no authorization, so anyone who reaches the port"
+        + (" and signs in" if settings.authentication in AUTHENTICATING_MODES else "")
+        + " could run any SQL there as the server's OS user: shell commands (SELECT TRANSFORM ... USING), any "
+        "file by path, Java reflection, ADD JAR. For other users, run 'sqlext gateway' (authentication and "
+        "authorization, see docs/authorization.md); or, if everyone who can reach the port may do all that, "
+        "pass --insecure-no-auth.",
         option=AUTHENTICATION,
         value=settings.authentication,
     )

@@ -71,7 +71,7 @@ class GatewaySession:
         other as a sqlext session option); ``set:hivevar:`` and ``set:system:`` ignored. Keys are
         authorized as ``SET`` would be, all before any is applied."""
         keys = [key.removeprefix(HIVECONF) for key in configuration if not key.startswith(IGNORED_PREFIXES)]
-        self.authorizer.check_settings(key for key in keys if key != USE_DATABASE)
+        self.authorizer.check_settings(key for key in keys if key != USE_DATABASE and not key.startswith("hive."))
         for key, value in configuration.items():
             if key.startswith(HIVECONF):
                 self._set_conf(key[len(HIVECONF) :], value)

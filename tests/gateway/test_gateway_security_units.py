@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -148,7 +149,7 @@ def test_gateway_start_on_a_public_address_without_authentication_is_refused_bef
     assert no_users.returncode == 1 and "add a user with 'sqlext gateway passwd USER'" in no_users.stderr
 
 
-def test_thriftserver_passes_hiveserver2_auth_settings_and_refuses_a_public_address_without_them() -> None:
+def test_thriftserver_passes_hiveserver2_auth_settings_and_refuses_a_public_address_without_the_flag() -> None:
     plain = ThriftServerSettings(metastore_uri="thrift://m:9083", host="0.0.0.0")
     with pytest.raises(
         ConfigError, match=re.escape("Refusing to listen on 0.0.0.0 with hive.server2.authentication=NONE")
@@ -164,7 +165,11 @@ def test_thriftserver_passes_hiveserver2_auth_settings_and_refuses_a_public_addr
             "hive.server2.authentication.ldap.baseDN": "ou=people,dc=example,dc=com",
         },
     )
-    check(ldap)
+    with pytest.raises(
+        ConfigError, match="Spark's Thrift server has no authorization, so anyone who reaches the port and signs in"
+    ):
+        check(ldap)  # signed in, anyone still runs any SQL as the server's OS user
+    check(replace(ldap, insecure_no_auth=True))
     args = command(ldap)
     pairs = [args[i + 1] for i, arg in enumerate(args) if arg == "--hiveconf"]
     assert pairs == [

@@ -53,6 +53,23 @@ class PrivilegeStore:
     def exists(self, table: TableIdentifier) -> bool:
         return self.client.get_table(table.database, table.name) is not None
 
+    def tables_overlapping(self, location: str) -> list[tuple[TableIdentifier, str]]:
+        """Tables (with their owners) whose location is ``location``, inside it or around it. Reads every
+        table of the metastore: called only for a statement that gives a user's table a location."""
+        from sqlext.gateway.authz.settings import normalize, under
+
+        wanted = normalize(location)
+        found = []
+        for database in self.client.get_all_databases():
+            for name in self.client.get_all_tables(database):
+                table = self.client.get_table(database, name)
+                if table is None or table.sd is None:
+                    continue
+                where = table.sd.location
+                if where and (under(normalize(where), wanted) or under(wanted, normalize(where))):
+                    found.append((TableIdentifier(database, name), table.owner or ""))
+        return found
+
     def set_owner(self, table: TableIdentifier, user: str) -> None:
         """Make ``user`` the owner of a table just created. Spark's Hive client creates a table with the
         server's OS user as owner, and Hive grants that owner ALL on it

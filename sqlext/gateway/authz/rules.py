@@ -5,7 +5,7 @@
 - Everyone else is denied the admin-only actions (script transformation, ``ADD JAR|FILE|ARCHIVE``,
   function DDL, reflection, dynamic SQL, paths read or written directly, data sources that are not
   file formats, table options naming classes, denied settings), and may give tables locations only
-  under ``spark.sqlext.gateway.allowed-locations``.
+  under ``spark.sqlext.gateway.allowed-locations``, and not around or inside another user's table.
 - Tables, as Hive's SQL-standard authorization: the owner may do anything with a table; reading needs
   SELECT, ``INSERT INTO`` needs INSERT; ``INSERT OVERWRITE``, ``ALTER``, ``DROP``, ``TRUNCATE`` need
   ownership. A table the metastore does not have needs nothing (the statement fails in Spark, or
@@ -76,10 +76,16 @@ class Rules:
         protected = self.settings.protected_path(location)
         if protected is not None:
             return f"the location is inside the server's own files ({protected}); no table may be there."
-        if self.settings.is_admin(user) or self.settings.location_allowed(location):
+        if self.settings.is_admin(user):
             return None
-        allowed = ", ".join(self.settings.allowed_locations)
-        return f"tables may only be located under spark.sqlext.gateway.allowed-locations: {allowed}."
+        if not self.settings.location_allowed(location):
+            allowed = ", ".join(self.settings.allowed_locations)
+            return f"tables may only be located under spark.sqlext.gateway.allowed-locations: {allowed}."
+        others = [(table, owner) for table, owner in self.store.tables_overlapping(location) if owner != user]
+        if others:
+            table, owner = others[0]
+            return f"it overlaps the location of table {table} of '{owner}', whose files a write there would replace."
+        return None
 
     def _table_denial(self, user: str, action: Action, table: TableIdentifier) -> str | None:
         owner = self.store.owner(table)
