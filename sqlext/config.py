@@ -52,7 +52,9 @@ KEYS: dict[str, str] = {
         "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."
     ),
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
-    PREFIX + "gateway.*": "The gateway's authentication, admins and TLS (declared in sqlext.gateway.security.KEYS).",
+    PREFIX + "gateway.*": (
+        "The gateway's authentication, authorization, admins and TLS (declared in sqlext.gateway.security.KEYS)."
+    ),
 }
 
 

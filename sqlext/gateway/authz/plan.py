@@ -262,6 +262,7 @@ class SparkStatementInspector:
 
     def _locations(self, node: Any, name: str) -> list[Access]:
         """Every location a parsed command gives a table, partition or database."""
+        found: list[Access] = []
         locations: list[str | None] = []
         if name in WITH_TABLE_SPEC:
             spec = _call(node, "tableSpec")
@@ -273,14 +274,14 @@ class SparkStatementInspector:
                         locations.append(str(pair._2().toString()))
                 provider = _option(_call(spec, "provider"))
                 if provider is not None and str(provider).lower() not in FILE_PROVIDERS:
-                    return [Access(Action.DATA_SOURCE, str(provider))]
+                    found.append(Access(Action.DATA_SOURCE, str(provider)))
         if name in LOCATION_NODES:
             locations.append(_option(_call(node, "location")))
         if name == "AddPartitions":
             locations += [_option(_call(part, "location")) for part in _items(node.parts())]
         if name in ("CreateNamespace", "SetNamespaceProperties"):
             locations.append(_map_get(_call(node, "properties"), "location"))
-        return [Access(Action.LOCATION, str(location).strip("'\"")) for location in locations if location]
+        return found + [Access(Action.LOCATION, str(location).strip("'\"")) for location in locations if location]
 
     def _targets(self, node: Any, name: str) -> list[Access]:
         """The tables a command creates, drops, alters or reads by name."""
