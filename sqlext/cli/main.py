@@ -25,14 +25,6 @@ if TYPE_CHECKING:
 
 Command = Callable[[argparse.Namespace], int]
 
-THRIFTSERVER_HELP = """Spark's own HiveThriftServer2 on sqlext's metastore, for beeline, PyHive and JDBC/ODBC tools.
-
-It has NO authorization: whoever connects (and signs in, with --hiveconf hive.server2.authentication=...)
-runs any SQL as this server's OS user: shell commands (SELECT TRANSFORM ... USING 'cmd'), any file by path
-(SELECT * FROM text.`/path`), Java reflection, ADD JAR. A --host other than loopback is refused unless
---insecure-no-auth says that is meant. For other users run 'sqlext gateway', which checks every statement
-(docs/authorization.md)."""
-
 CONF_HELP = (
     "Spark conf, repeatable: spark.sqlext.* (over the conf file's), spark.hadoop.* for the tables' storage, any spark.*"
 )
@@ -424,8 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     server = commands.add_parser(
         "thriftserver",
-        help="Spark's Thrift JDBC/ODBC server on sqlext's metastore (no authorization: for yourself only)",
-        description=THRIFTSERVER_HELP,
+        help=thriftserver.SUMMARY,
+        description=thriftserver.HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     server.add_argument("action", choices=["start", "stop", "status"])

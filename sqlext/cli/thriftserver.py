@@ -30,6 +30,16 @@ from sqlext.errors import ConfigError
 from sqlext.gateway.security import is_loopback
 from sqlext.paths import default_home, packaged_conf_dir
 
+#: ``sqlext thriftserver --help``.
+SUMMARY = "Spark's Thrift JDBC/ODBC server on sqlext's metastore (no authorization: for yourself only)"
+HELP = """Spark's own HiveThriftServer2 on sqlext's metastore, for beeline, PyHive and JDBC/ODBC tools.
+
+It has NO authorization: whoever connects (and signs in, with --hiveconf hive.server2.authentication=...)
+runs any SQL as this server's OS user: shell commands (SELECT TRANSFORM ... USING 'cmd'), any file by path
+(SELECT * FROM text.`/path`), Java reflection, ADD JAR. A --host other than loopback is refused unless
+--insecure-no-auth says that is meant. For other users run 'sqlext gateway', which checks every statement
+(docs/authorization.md)."""
+
 MAIN_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 DEFAULT_PORT = 10000
 AUTHENTICATION = "hive.server2.authentication"

@@ -14,6 +14,8 @@ users file), :mod:`~sqlext.gateway.throttle` (failed logins slow their address d
 :mod:`~sqlext.gateway.sessions` (a Spark session per client session), :mod:`~sqlext.gateway.operations`
 (an operation's states), :mod:`~sqlext.gateway.results` (rows to typed columns),
 :mod:`~sqlext.gateway.metadata` (catalog browsing), :mod:`~sqlext.gateway.jobs` (SHOW JOBS, STOP JOB),
-:mod:`~sqlext.gateway.control` (``start``/``stop``/``status`` of the background process).
+:mod:`~sqlext.gateway.control` (``start``/``stop``/``status`` of the background process),
+:mod:`~sqlext.gateway.authz` (what each user may do: statements checked before they run, table
+privileges kept in the metastore, ``GRANT``/``REVOKE``/``SHOW GRANT``).
 The generated TCLIService bindings are PyHive's.
 """

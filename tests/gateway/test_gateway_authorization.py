@@ -19,10 +19,10 @@ import pytest
 from pyhive import hive
 from pyhive.exc import OperationalError
 
-from sqlext.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import MetastoreClient
+from tests.gateway.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
+from tests.gateway.test_gateway_security import SecuredGateway, _transport, secured
 from tests.support.waiting import wait_for
-from tests.test_gateway import DAILY_INSERT, _daily_sink_ddl, _generated_ddl, _rows
-from tests.test_gateway_security import SecuredGateway, _transport, secured
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow, pytest.mark.timeout(900)]
 __all__ = ["secured"]  # the module's own gateway, started as tests/test_gateway_security.py starts one

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sqlext import parser as p
+from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.errors import ConfigError, ParseError
 from sqlext.gateway.authz.access import Access, Action, AuthorizationError
 from sqlext.gateway.authz.grants import GrantStatement, ShowGrant, parse
@@ -15,7 +15,7 @@ from sqlext.gateway.authz.privileges import ALL, PrivilegeStore
 from sqlext.gateway.authz.rules import Rules
 from sqlext.gateway.authz.settings import AuthorizationSettings, normalize
 from sqlext.gateway.authz.statements import statement_accesses
-from sqlext.metastore.client import MetastoreClient
+from sqlext.sql.parser import parse_statement
 from sqlext.table import TableIdentifier
 
 G = "spark.sqlext.gateway."
@@ -102,7 +102,7 @@ def test_grant_statements_parse_as_hive_writes_them() -> None:
 
 def _sqlext_accesses(sql: str, settings: AuthorizationSettings) -> list[Access]:
     return statement_accesses(
-        p.parse_statement(sql),
+        parse_statement(sql),
         settings,
         lambda ident: ident if ident.database else TableIdentifier("cur", ident.name),
         lambda ident: ident.name == "temp",
