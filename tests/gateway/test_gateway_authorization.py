@@ -1,5 +1,5 @@
 """Authorization through the secured gateway, as users meet it: PyHive over TLS with FILE logins
-(tests/test_gateway_security.py's gateway), alice and bob as users, root as the admin.
+(tests/gateway/test_gateway_security.py's gateway), alice and bob as users, root as the admin.
 
 Each vector is tried as a user (denied, with the rule, the object and the user named, and nothing
 done: the marker file a command would write is absent, the file a path would read is not answered,
@@ -25,7 +25,7 @@ from tests.gateway.test_gateway_security import SecuredGateway, _transport, secu
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow, pytest.mark.timeout(900)]
-__all__ = ["secured"]  # the module's own gateway, started as tests/test_gateway_security.py starts one
+__all__ = ["secured"]  # the module's own gateway, started as tests/gateway/test_gateway_security.py starts one
 
 DB = "gw_authz"
 
