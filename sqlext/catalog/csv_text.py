@@ -93,7 +93,7 @@ class CsvTextForm:
         if len(set(special.values())) != len(special) or set(special.values()) & {"\n", "\r"}:
             raise OptionError(
                 "csv options: the field delimiter, escape and quote characters must differ from each other and "
-                f"from line breaks; got {', '.join(f'{k}={v!r}' for k, v in special.items())}.",
+                f"from line breaks; got {', '.join(f'csv.{k}={v!r}' for k, v in special.items())}.",
                 option="csv.escape-character",
             )
         form.collisions()  # refuses a null literal that some string cannot be told apart from

@@ -31,6 +31,7 @@ partition value as ``%2F`` and ``%`` as ``%25``, and those are the directory nam
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -182,7 +183,13 @@ class FileSystem:
         parent, _, name = target.rpartition("/")
         temp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
         self._backend.write_new(temp, data)
-        self._backend.rename(temp, target)
+        try:
+            self._backend.rename(temp, target)
+        except BaseException:
+            # A failed write leaves nothing behind: not even its hidden temp file.
+            with contextlib.suppress(Exception):
+                self._backend.delete(temp, recursive=False)
+            raise
 
     def write_text(self, uri: str, text: str) -> None:
         self.write_bytes(uri, text.encode("utf-8"))

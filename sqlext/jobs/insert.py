@@ -16,6 +16,8 @@ Session options (``SET 'k' = 'v'``), in Flink's names:
   its own (same metastore, sink table, sources and query: see :mod:`sqlext.jobs.checkpoint`).
 - ``sqlext.insert.start``: ``auto`` (default), ``fresh`` (move the checkpoint aside, start over) or
   ``resume`` (resume it although the query or its sources changed).
+- ``table.local-time-zone``: the session time zone of ``TIMESTAMP_LTZ`` values (Spark's
+  ``spark.sql.session.timeZone`` while the insert is planned and started; see :mod:`sqlext.jobs.time_zone`).
 - ``execution.checkpointing.interval``: the micro-batch interval (Spark's processing-time trigger);
   unset: Spark's default, a new batch as soon as the previous one is done.
 """
@@ -51,6 +53,7 @@ from sqlext.jobs.checkpoint import (
 from sqlext.jobs.lease import Lease
 from sqlext.jobs.lookup_join import find_lookup_tables, plan_lookup_join
 from sqlext.jobs.sources import SourceFrame, source_frame
+from sqlext.jobs.time_zone import session_time_zone
 from sqlext.options import parse_duration
 from sqlext.sink import InsertPlan
 from sqlext.sql.hints import options_hint, with_hint
@@ -131,7 +134,8 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     # Claimed before the query is planned, confirmed after: the lease's settle wait passes while Spark plans.
     lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
     try:
-        return _plan_and_run(session, statement, sink, mode, lease)
+        with session_time_zone(spark, session.options):
+            return _plan_and_run(session, statement, sink, mode, lease)
     except BaseException:
         lease.release()
         raise

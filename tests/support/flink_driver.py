@@ -13,6 +13,8 @@ Requests (``op``):
 - ``explain``: ``statements`` (DDL, then one INSERT): plan the INSERT without running it, which makes the
   connector factories validate every option.
 - ``extract``: ``pattern``, ``formatter``, ``keys``, ``values``: Flink's ``DefaultPartTimeExtractor``.
+- ``partition_path``: ``keys``, ``values``: the partition path Flink's filesystem sink writes for them
+  (``PartitionPathUtils.generatePartitionPath``, escaping included).
 - ``predicate``: ``options``, ``keys``, ``partition`` (``k=v/k=v``), ``watermark``, ``create_proc``,
   ``current_proc``: Flink's ``PartitionCommitPredicate`` (the partition-time / process-time decision).
 
@@ -112,6 +114,12 @@ class Driver:
             request.get("pattern"), request.get("formatter")
         )
         return str(extractor.extract(self.java_list(request["keys"]), self.java_list(request["values"])))
+
+    def op_partition_path(self, request: dict[str, Any]) -> Any:
+        spec = self.jvm.java.util.LinkedHashMap()
+        for key, value in zip(request["keys"], request["values"], strict=True):
+            spec.put(key, value)
+        return str(self.jvm.org.apache.flink.table.utils.PartitionPathUtils.generatePartitionPath(spec))
 
     def op_predicate(self, request: dict[str, Any]) -> Any:
         jvm = self.jvm

@@ -1,9 +1,12 @@
-"""Partition paths as Hive writes them: ``k1=v1/k2=v2`` with ``FileUtils.escapePathName`` escaping.
+"""Partition paths as Flink's filesystem connector writes them: ``k1=v1/k2=v2`` with the escaping of
+Flink's ``PartitionPathUtils`` (Hive's ``FileUtils.escapePathName`` plus ``}``).
 
 Escaped as ``%XX`` (upper-case hex): 0x01-0x1F, ``"``, ``#``, ``%``, ``'``, ``*``, ``/``, ``:``, ``=``,
-``?``, ``\\``, 0x7F, ``{``, ``[``, ``]``, ``^``. So no value can add a path segment or climb out of
-the table dir (``..`` stays a plain name inside ``k=..``). NULL and empty values become the table's
-``partition.default-name``. The HMS keeps the unescaped values; only paths are escaped.
+``?``, ``\\``, 0x7F, ``{``, ``}``, ``[``, ``]``, ``^``; everything else, non-ASCII too, is kept. Every
+reader unescapes any ``%XX``, so Hive and Spark read Flink's extra ``%7D`` back as ``}``. No value can add
+a path segment or climb out of the table dir (``..`` stays a plain name inside ``k=..``). NULL and empty
+values become the table's ``partition.default-name``. The HMS keeps the unescaped values; only paths are
+escaped. NUL is refused (Flink writes ``%00``): a metastore on PostgreSQL cannot store it in a value.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from sqlext.errors import ValidationError
 
-_ESCAPED = frozenset([*range(0x01, 0x20), *b"\"#%'*/:=?\\", 0x7F, *b"{[]^"])
+_ESCAPED = frozenset([*range(0x01, 0x20), *b"\"#%'*/:=?\\", 0x7F, *b"{}[]^"])
 #: A partition path segment longer than this is refused (most filesystems cap a name at 255 bytes).
 MAX_SEGMENT_BYTES = 255
 

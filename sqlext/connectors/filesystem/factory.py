@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
@@ -46,6 +47,7 @@ class FileSystemTableFactory(ConnectorFactory):
         fmt = options.require(fso.FORMAT)
         _check_format_options(table.options, fmt)
         check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
+        check_format_options(fmt, options.with_prefix(f"{fmt}."))
         if fmt == "csv":
             CsvTextForm.from_options(options.with_prefix("csv."))
         if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
@@ -56,9 +58,14 @@ class FileSystemTableFactory(ConnectorFactory):
                 "is required.",
                 option=fso.COMMIT_POLICY_CLASS.key,
             )
-        if options.get(fso.TIME_EXTRACTOR_KIND) == "custom" and not options.get(fso.TIME_EXTRACTOR_CLASS):
+        if (
+            options.get(fso.TIME_EXTRACTOR_KIND) == "custom"
+            and not options.get(fso.TIME_EXTRACTOR_CLASS)
+            and options.get(fso.COMMIT_TRIGGER) == fso.TRIGGER_PARTITION_TIME
+        ):
             raise OptionError(
-                "partition.time-extractor.kind is 'custom', so 'partition.time-extractor.class' is required.",
+                "partition.time-extractor.kind is 'custom' and the trigger 'partition-time' extracts partition "
+                "times, so 'partition.time-extractor.class' is required.",
                 option=fso.TIME_EXTRACTOR_CLASS.key,
             )
         StreamingSourceSettings.from_table(table)

@@ -28,6 +28,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
+from sqlext.errors import PolicyError
 from sqlext.io.fs import FileStatus, FileSystem
 from sqlext.loading import load_class
 from sqlext.table import TableDefinition
@@ -150,6 +151,15 @@ class SuccessFilePolicy(PartitionCommitPolicy):
         self.file_name = file_name
 
     def commit(self, context: PartitionCommitContext) -> None:
+        if not self.file_name.strip("/"):
+            # Flink fails the commit too ("Can not create a Path from an empty string"); nothing is written.
+            raise PolicyError(
+                f"Cannot write the success file of partition '{context.relative_path}': option "
+                f"'sink.partition-commit.success-file.name' = '{self.file_name}' names no file. Set it to a file "
+                "name such as '_SUCCESS'.",
+                option="sink.partition-commit.success-file.name",
+                value=self.file_name,
+            )
         context.fs.write_bytes(f"{context.path}/{self.file_name}", b"")
 
 
@@ -206,8 +216,6 @@ def create_policies(options: Any) -> list[PartitionCommitPolicy]:
 
 def load_custom_policy(class_path: str | None, parameters: Sequence[str]) -> PartitionCommitPolicy:
     """Load and construct the custom policy class."""
-    from sqlext.errors import PolicyError
-
     if not class_path:
         raise PolicyError(
             "sink.partition-commit.policy.kind includes 'custom' but 'sink.partition-commit.policy.class' is not set.",

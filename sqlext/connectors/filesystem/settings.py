@@ -85,6 +85,11 @@ class SinkSettings:
             options.get(fso.TIME_EXTRACTOR_FORMATTER),
         )
 
+    def commit_extractor(self) -> PartitionTimeExtractor | None:
+        """The extractor the commit trigger uses: None for ``process-time``, which extracts no partition time
+        (so, as in Flink, its table may name a ``custom`` kind without a class)."""
+        return self.extractor() if self.trigger == fso.TRIGGER_PARTITION_TIME else None
+
     def policies(self) -> list[PartitionCommitPolicy]:
         return create_policies(self.options) if self.partitioned else []
 

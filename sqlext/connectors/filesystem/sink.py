@@ -4,7 +4,8 @@ driver-side commit protocol (:mod:`sqlext.connectors.filesystem.commit.committer
 Why ``foreachBatch`` + Spark's own partitioned writer: executors write the files in parallel with
 Spark's fastest writers (the same code as Spark's file sink, with its INT96 timestamps that every
 Hive reader can read), and the batch function runs on the driver, where the commit must happen
-exactly once per batch. The watermark comes from Spark's offset log (see ``read_batch_info``).
+exactly once per batch. The watermark a batch commits with is the one that follows its rows
+(:mod:`.event_time`), else the one Spark ran it with, from Spark's offset log (see ``read_batch_info``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, read_batch_info
+from sqlext.connectors.filesystem.event_time import batch_end_watermark
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
 from sqlext.io.fs import FileSystem, join
@@ -160,7 +163,9 @@ class FileSystemSink(TableSink):
 
         def on_batch(batch: DataFrame, batch_id: int) -> None:
             info = read_batch_info(checkpoint_fs, plan.checkpoint_location, batch_id)
-            committer.process_batch(plan.batch_rows(batch) if plan.batch_rows else batch, batch_id, info)
+            rows = plan.batch_rows(batch) if plan.batch_rows else batch
+            end_watermark = partial(batch_end_watermark, self.spark, plan.query_name)
+            committer.process_batch(rows, batch_id, info, end_watermark=end_watermark)
 
         writer = (
             rows.writeStream.foreachBatch(on_batch)

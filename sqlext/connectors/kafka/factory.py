@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.kafka import options as ko
 from sqlext.connectors.kafka.client import ReadSettings, client_properties, timeout_of
@@ -300,6 +301,7 @@ def _check_format_options(raw: Mapping[str, str], projection: Projection) -> Non
 
 
 def _check_format(fmt: str, format_options: Mapping[str, str], columns: Sequence[Any], scope: str) -> None:
+    check_format_options(fmt, format_options, "key." if scope == "key" else "")
     if fmt == "raw":
         if len(columns) != 1 or columns[0].type.upper().split("(")[0] not in (
             "STRING",

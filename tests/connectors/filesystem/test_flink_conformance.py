@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from sqlext.connectors.filesystem.commit.trigger import create_trigger
-from sqlext.connectors.filesystem.escaping import parse_partition_path
+from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
 from sqlext.connectors.filesystem.extractor import DefaultPartitionTimeExtractor
+from sqlext.connectors.filesystem.options import HIVE_DEFAULT_PARTITION
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import SqlextError
 from sqlext.registry import validate_table
@@ -198,7 +199,7 @@ def _sqlext_decision(case: Decision) -> str:
         validate_table(table)
         settings = SinkSettings.from_table(table)
         trigger = create_trigger(
-            settings.trigger, settings.delay, settings.extractor(), settings.keys, settings.time_zone
+            settings.trigger, settings.delay, settings.commit_extractor(), settings.keys, settings.time_zone
         )
         trigger.add([(case.partition, parse_partition_path(case.partition, keys))], case.created_ms)
         return "ready" if trigger.ready(_epoch_ms(case.watermark), case.now_ms) else "waits"
@@ -229,6 +230,31 @@ def test_commit_decision_matches_flink(flink: Flink, case: Decision) -> None:
     assert _sqlext_decision(case) == _flink_decision(flink, case)
 
 
+# -- partition directory names ----------------------------------------------------------------------
+
+#: Every ASCII character, then non-ASCII ones (Latin-1, the BMP, beyond it), as a partition value.
+PATH_CHARACTERS = [chr(code) for code in range(0x80)] + ["\u00e9", "\u00a0", "\u2603", "\U0001f600", "\ufeff"]
+
+
+def _sqlext_partition_path(keys: list[str], values: list[str]) -> str:
+    try:
+        return partition_path(keys, values, HIVE_DEFAULT_PARTITION) + "/"
+    except SqlextError:
+        return "error"
+
+
+@pytest.mark.parametrize("char", PATH_CHARACTERS, ids=lambda c: f"U+{ord(c):04X}")
+def test_partition_directory_names_escape_as_flink_escapes_them(flink: Flink, char: str) -> None:
+    keys, values = ["p"], [f"a{char}b"]
+    expected = flink.request("partition_path", keys=keys, values=values)
+    if char == "\0":  # Flink writes %00; sqlext refuses it (a PostgreSQL metastore cannot store it)
+        assert _sqlext_partition_path(keys, values) == "error" and expected == "p=a%00b/"
+        assert "NUL" in DIFFERENCES
+        return
+    assert _sqlext_partition_path(keys, values) == expected
+    assert parse_partition_path(expected, keys) == values
+
+
 # -- option values ------------------------------------------------------------------------------------
 
 
@@ -241,10 +267,24 @@ class OptionCase:
     source: bool = False
     #: Why sqlext answers differently on purpose (the item in "Differences from Flink"), or None.
     deliberate: str | None = None
+    #: Other options of the same table (another format, a second option the value goes with).
+    extra: tuple[tuple[str, str], ...] = ()
 
 
-def _opt(key: str, *values: str, source: bool = False) -> list[OptionCase]:
-    return [OptionCase(key, value, source) for value in values]
+def _opt(key: str, *values: str, source: bool = False, **extra: str) -> list[OptionCase]:
+    return [OptionCase(key, value, source, extra=tuple(extra.items())) for value in values]
+
+
+def _with(
+    key: str, value: str, *extra: tuple[str, str], source: bool = False, deliberate: str | None = None
+) -> OptionCase:
+    return OptionCase(key, value, source, deliberate, tuple(extra))
+
+
+JSON = ("format", "json")
+PARTITION_TIME = ("sink.partition-commit.trigger", "partition-time")
+#: The item of "Differences from Flink" that lists what sqlext refuses at CREATE and Flink accepts there.
+EARLIER = "refused at CREATE TABLE"
 
 
 DELAY = "sink.partition-commit.delay"
@@ -280,6 +320,35 @@ OPTION_CASES: list[OptionCase] = [
     *_opt("source.monitor-interval", "10 s", "1 min", "10 x", "1.5 s", "0 s", source=True),
     *_opt("source.path.regex-pattern", ".*csv", source=True),
     *_opt("source.monitor-intervall", "10 s", source=True),
+    # Flink's csv and json format factories (issue #41).
+    _with("csv.disable-quote-character", "true", ("csv.quote-character", "|")),
+    _with("csv.disable-quote-character", "true", ("csv.quote-character", "|"), source=True),
+    _with("csv.disable-quote-character", "false", ("csv.quote-character", "|")),
+    _with("csv.disable-quote-character", "TRUE"),
+    *_opt("csv.allow-comments", "maybe", " true", "True"),
+    *_opt("csv.ignore-parse-errors", "maybe", source=True),
+    *_opt("csv.write-bigdecimal-in-scientific-notation", "maybe", "false"),
+    _with("json.fail-on-missing-field", "true", JSON, ("json.ignore-parse-errors", "true"), source=True),
+    _with("json.fail-on-missing-field", "true", JSON, ("json.ignore-parse-errors", "true")),
+    _with("json.fail-on-missing-field", "true", JSON, ("json.ignore-parse-errors", "false"), source=True),
+    *_opt("json.fail-on-missing-field", "maybe", source=True, format="json"),
+    *_opt("json.ignore-parse-errors", "maybe", source=True, format="json"),
+    *_opt("json.encode.ignore-null-fields", "maybe", "TRUE", format="json"),
+    *_opt("json.map-null-key.mode", "KEEP", "FAIL", "drop", "Literal", format="json"),
+    _with("json.map-null-key.mode", "KEEP", JSON, source=True, deliberate=EARLIER),
+    *_opt("json.timestamp-format.standard", "SQL", "ISO-8601", "iso-8601", "sql", "RFC-3339", " SQL", format="json"),
+    *_opt("json.timestamp-format.standard", "iso-8601", "RFC-3339", source=True, format="json"),
+    # A custom extractor without its class: used only by the partition-time trigger.
+    *_opt("partition.time-extractor.kind", "custom"),
+    _with("partition.time-extractor.kind", "custom", ("sink.partition-commit.trigger", "process-time")),
+    _with("partition.time-extractor.kind", "custom", PARTITION_TIME, deliberate=EARLIER),
+    # Values Flink takes at CREATE and at INSERT, and refuses only in the running job (or never).
+    _with("sink.partition-commit.policy.kind", "custom", deliberate=EARLIER),
+    _with("sink.partition-commit.policy.kind", "nosuch", deliberate=EARLIER),
+    _with("csv.quote-character", ",", deliberate=EARLIER),
+    _with("csv.escape-character", ",", deliberate=EARLIER),
+    _with("compaction.file-size", "0", ("auto-compaction", "true"), deliberate=EARLIER),
+    _with("csv.null-literal", "\\n", deliberate=EARLIER),
 ]
 
 
@@ -291,7 +360,7 @@ def _ddl(name: str, path: str, options: dict[str, str], partitioned: bool) -> st
 
 
 def _statements(case: OptionCase, tmp: str) -> list[str]:
-    option = {case.key: case.value}
+    option = {case.key: case.value, **dict(case.extra)}
     return [
         _ddl("src", f"file://{tmp}/in", option if case.source else {}, partitioned=False),
         _ddl("snk", f"file://{tmp}/out", {} if case.source else option, partitioned=True),
@@ -310,7 +379,12 @@ def _sqlext_accepts(statements: list[str]) -> tuple[bool, str]:
     return True, ""
 
 
-@pytest.mark.parametrize("case", OPTION_CASES, ids=lambda c: f"{c.key}={c.value!r}")
+def _case_id(case: OptionCase) -> str:
+    extra = "".join(f",{k}={v!r}" for k, v in case.extra)
+    return f"{case.key}={case.value!r}{extra}{',source' if case.source else ''}"
+
+
+@pytest.mark.parametrize("case", OPTION_CASES, ids=_case_id)
 def test_option_value_is_accepted_or_refused_as_flink_does(flink: Flink, case: OptionCase, tmp_path: Any) -> None:
     statements = _statements(case, str(tmp_path))
     flink_error = flink.explain(statements)

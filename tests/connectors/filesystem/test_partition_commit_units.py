@@ -45,7 +45,7 @@ HIVE_DEFAULT = "__HIVE_DEFAULT_PARTITION__"
         ("%2e%2e", "%252e%252e"),
         ("a:b?c*d", "a%3Ab%3Fc%2Ad"),
         ("tab\there", "tab%09here"),
-        ("q'\"#{[]^\\", "q%27%22%23%7B%5B%5D%5E%5C"),
+        ("q'\"#{}[]^\\", "q%27%22%23%7B%7D%5B%5D%5E%5C"),
     ],
 )
 def test_values_are_escaped_like_hive_and_round_trip(value: str, escaped: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -71,12 +71,15 @@ def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
     entries = list(log.entries("insert_hourly"))
     assert [e.batch for e in entries] == [0, 1, 2, 3, 4]
     assert all(e.state is State.COMPLETED for e in entries)
-    # Batch k reads hour k and runs with the watermark Spark computed after batch k-1: the last event
-    # of hour k-1, (k-1):59:30. Hour h has partition time h:00 and commits once the watermark is past
-    # h:00 + delay 1 h, so in batch h+2 and not before.
-    assert [e.watermark_ms is None for e in entries] == [True, False, False, False, False]
+    # Batch k reads hour k and commits with the watermark that follows its rows (as Flink's committer at
+    # a checkpoint): the last event of hour k, k:59:30. Hour h has partition time h:00 and commits once
+    # the watermark is past h:00 + delay 1 h, so in batch h+1 and not before.
+    assert [e.watermark_ms for e in entries] == [
+        int((START + timedelta(hours=k, minutes=59, seconds=30)).replace(tzinfo=UTC).timestamp() * 1000)
+        for k in range(5)
+    ]
     committed_by = {p: e.batch for e in entries for p in e.committed_partitions}
-    assert committed_by == {"dt=2026-11-22/hr=00": 2, "dt=2026-11-22/hr=01": 3, "dt=2026-11-22/hr=02": 4}
+    assert committed_by == {f"dt=2026-11-22/hr={h:02d}": h + 1 for h in range(4)}
     # End of input commits the rest.
     assert _partition_names(hms, table) == [f"dt=2026-11-22/hr={h:02d}" for h in range(5)]
 
@@ -246,7 +249,7 @@ def test_late_data_for_a_committed_partition_commits_it_again(
     commits_of_hour_zero = [
         e.batch for e in log.entries("insert_late") if "dt=2026-11-22/hr=00" in e.committed_partitions
     ]
-    assert commits_of_hour_zero == [2, 3], "committed when the watermark passed, again for the late rows"
+    assert commits_of_hour_zero == [1, 3], "committed when the watermark passed, again for the late rows"
     [hour_zero] = hms.get_partitions_by_names("sink_db", "late", ["dt=2026-11-22/hr=00"])
     assert hour_zero.parameters["numRows"] == "70"
     assert hour_zero.parameters["numFiles"] == "2"

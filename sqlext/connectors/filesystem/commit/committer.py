@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.filesystem.commit.moves import BatchMover
@@ -113,19 +113,26 @@ class BatchCommitter:
     # -- the protocol ----------------------------------------------------------------------------
 
     def process_batch(
-        self, rows: DataFrame, batch_id: int, info: BatchInfo, overwrite: bool = False, final: bool = False
+        self,
+        rows: DataFrame,
+        batch_id: int,
+        info: BatchInfo,
+        overwrite: bool = False,
+        final: bool = False,
+        end_watermark: Callable[[], int | None] | None = None,
     ) -> LogEntry:
         """Run the whole protocol for one batch (see the module docstring); ``overwrite`` replaces
         the partitions the batch writes (batch mode only); ``final``: the batch of a batch-mode insert,
         whose partitions are all committed without asking the trigger (as Flink's batch sink does, so
-        no partition time is extracted)."""
+        no partition time is extracted); ``end_watermark``: once the rows are written, the watermark that
+        follows them (:mod:`sqlext.connectors.filesystem.event_time`), which the batch then commits with."""
 
         def stage() -> list[StagedFile]:
             staging = self.log.staging_dir(self.query_name, batch_id)
             self._planner.stage(rows, staging)
             return self._planner.list_staged(staging)
 
-        return self.process(batch_id, info, stage, overwrite, final)
+        return self.process(batch_id, info, stage, overwrite, final, end_watermark)
 
     def process(
         self,
@@ -134,15 +141,20 @@ class BatchCommitter:
         stage: Callable[[], list[StagedFile]],
         overwrite: bool = False,
         final: bool = False,
+        end_watermark: Callable[[], int | None] | None = None,
     ) -> LogEntry:
         """The protocol for a batch whose files ``stage`` writes (or has written) into hidden staging
-        locations; ``stage`` is called only when the commit log has no record of the batch."""
+        locations; ``stage`` is called only when the commit log has no record of the batch. The batch's
+        partitions are committed with the watermark its log entry records: the one after its rows when
+        ``end_watermark`` knows it (recorded before any file moves, so a replay decides the same), else
+        the one Spark ran it with."""
         with self._lock:
             started = time.monotonic()
             entry = self.log.get(self.query_name, batch_id)
             if entry is None:
                 staged = stage()
                 fault_point("after-stage", batch_id)
+                info = _after_rows(info, end_watermark() if end_watermark else None)
                 entry = self._planner.plan(batch_id, staged, info)
                 entry.operation = "overwrite" if overwrite else "append"
                 entry.final = final
@@ -156,7 +168,7 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._mover.move(entry)
                 fault_point("after-log", batch_id)
-            committed = self.commit_partitions(entry, info.watermark_ms, end_of_input=final)
+            committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
@@ -260,6 +272,13 @@ class BatchCommitter:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+def _after_rows(info: BatchInfo, end_watermark: int | None) -> BatchInfo:
+    """``info`` with the watermark that follows the batch's rows, when it is known and ahead."""
+    if end_watermark is None or end_watermark <= (info.watermark_ms or 0):
+        return info
+    return replace(info, watermark_ms=end_watermark)
 
 
 @dataclass

@@ -82,7 +82,7 @@ class PartitionCommitter:
         return create_trigger(
             self.settings.trigger,
             self.settings.delay,
-            self.settings.extractor(),
+            self.settings.commit_extractor(),
             self.settings.keys,
             self.settings.time_zone,
             self.settings.idle_timeout,

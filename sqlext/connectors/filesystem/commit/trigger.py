@@ -152,13 +152,16 @@ def _millis(duration: timedelta) -> int:
 def create_trigger(
     kind: str,
     delay: timedelta,
-    extractor: PartitionTimeExtractor,
+    extractor: PartitionTimeExtractor | None,
     keys: Sequence[str],
     time_zone: str = "UTC",
     idle_timeout: timedelta | None = None,
     state: TriggerState | None = None,
 ) -> PartitionCommitTrigger:
-    """The trigger ``sink.partition-commit.trigger`` names: ``partition-time`` or ``process-time``."""
+    """The trigger ``sink.partition-commit.trigger`` names: ``partition-time`` (which needs ``extractor``)
+    or ``process-time``."""
     if kind == "partition-time":
+        if extractor is None:
+            raise ValueError("the partition-time trigger needs a partition time extractor")
         return PartitionTimeTrigger(delay, extractor, keys, time_zone, idle_timeout, state)
     return ProcessTimeTrigger(delay, state)
