@@ -67,6 +67,11 @@ Forms written:
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
   (`json.encode.ignore-null-fields` = `true` omits them).
+- csv and json options are checked as Flink's formats check them (booleans `true`/`false` only; not both
+  `csv.disable-quote-character` and `csv.quote-character`; `json.timestamp-format.standard` exactly `SQL` or
+  `ISO-8601`; `json.map-null-key.mode` `FAIL`, `DROP` or `LITERAL`; not both `json.fail-on-missing-field`
+  and `json.ignore-parse-errors`), at CREATE TABLE and for reading and writing alike (see
+  [partition-commit.md](partition-commit.md#differences-from-flink-on-purpose)).
 
 Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
 `spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's

@@ -14,8 +14,9 @@ How it differs from the ``INSERT`` path, and why:
   batch a no-op; the trigger state lives in ``<table path>/_sqlext/state/<query>/``. Files staged by a
   replay, or by an attempt whose process died, are deleted once a batch has been committed.
 - The writer does not see Spark's watermark. For ``partition-time``, the watermark a batch commits with is
-  the largest event time of the previous batches minus the lateness of the table's ``WATERMARK FOR``
-  declaration (the sink table must declare one), as Spark would compute it.
+  the largest event time of the batches up to and including its own (each task reports its max) minus the
+  lateness of the table's ``WATERMARK FOR`` declaration (the sink table must declare one): the watermark
+  that follows the batch's rows, as Flink's committer has it at a checkpoint.
 
 - One writer per table and ``pipeline.name``, and a checkpoint resumes only into the table it was written
   for: see :mod:`sqlext.jobs.writer_claim`.
@@ -241,12 +242,14 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
         committer = BatchCommitter(self.settings, self.query_name, self.state_dir, self.metastore_uri)
         try:
             state = committer.trigger.state
-            info = BatchInfo(self._watermark(state.max_event_ms), int(time.time() * 1000))
+            batch_max = max((m.max_event_ms for m in messages if isinstance(m, StagedFiles)), default=0)
+            # The watermark that follows this batch's rows, as Flink's committer has it at a checkpoint (a
+            # replay of a batch the log has finds the value its first run recorded there).
+            info = BatchInfo(self._watermark(max(state.max_event_ms, batch_max)), int(time.time() * 1000))
             staged = [f for m in messages if isinstance(m, StagedFiles) for f in m.files]
             committer.process(batchId, info, lambda: staged)
-            batch_max = max((m.max_event_ms for m in messages if isinstance(m, StagedFiles)), default=0)
             if batch_max > state.max_event_ms:
-                state.max_event_ms = batch_max  # the next batch's watermark, as in Spark
+                state.max_event_ms = batch_max
                 committer.save_state()
         finally:
             committer.close()

@@ -84,7 +84,7 @@ def test_stream_into_a_table_with_process_time_commits_every_batch(
     assert (rows.n, rows.d, rows.first) == (120, 120, datetime(2026, 11, 22))
 
 
-def test_partition_time_uses_the_event_time_seen_by_previous_batches_minus_lateness(
+def test_partition_time_uses_the_event_time_up_to_the_batch_s_own_rows_minus_lateness(
     spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=4, rows_per_hour=40)
@@ -112,11 +112,13 @@ def test_partition_time_uses_the_event_time_seen_by_previous_batches_minus_laten
 
     log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
     committed_by = {p: e.batch for e in log.entries("ds_evtime") for p in e.committed_partitions}
-    # Batch k sees hour k; its watermark is the last event of hour k-1 (58:30 past); hour h needs > (h+1):00.
-    assert committed_by == {"dt=2026-11-22/hr=00": 2, "dt=2026-11-22/hr=01": 3}
+    # Batch k sees hour k; it commits with the watermark after its own rows, the last event of hour k (58:30
+    # past), as Flink's committer at a checkpoint; hour h needs > (h+1):00, so batch h+1.
+    assert committed_by == {"dt=2026-11-22/hr=00": 1, "dt=2026-11-22/hr=01": 2, "dt=2026-11-22/hr=02": 3}
     assert sorted(hms.get_partition_names("ds_db", "evtime")) == [
         "dt=2026-11-22/hr=00",
         "dt=2026-11-22/hr=01",
+        "dt=2026-11-22/hr=02",
     ]
 
 
