@@ -134,7 +134,8 @@ def _read_csv_text(
     """csv files parsed in the form sqlext writes (:class:`sqlext.catalog.formats.CsvTextForm`). With a quote
     character (the default) the lines are joined into records where a quoted field holds line breaks (Flink's
     csv quotes such values), in bounded memory and with large files split across tasks (see
-    :mod:`sqlext.connectors.filesystem.csv_records`); without one, line by line. Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv
+    :mod:`sqlext.connectors.filesystem.csv_records`); without one, line by line. Columns that are ``k=v``
+    directories come from the path (partition keys, and, as Spark's csv
     reader does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
