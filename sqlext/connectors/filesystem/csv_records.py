@@ -217,12 +217,13 @@ class RecordJoiner:
         handle.seek(0)
         left, tail = stop, b""
         marks = (self._quote, self._escape + b"\n", self._escape + b"\r")
+        keep = max(len(mark) for mark in marks) - 1  # a mark may span two chunks
         while left > 0 and (chunk := handle.read(min(_CHUNK, left))):
             left -= len(chunk)
             data = tail + bytes(chunk)
             if any(mark in data for mark in marks):
                 return False
-            tail = data[-len(self._escape) :]
+            tail = data[-keep:]
         return True
 
     def _first_record_at(self, handle: Any, stop: int) -> int:
