@@ -7,10 +7,11 @@ parquet, the same Flink SQL as ``bench/flink_sink.py`` (source with a watermark,
   (``metastore,success-file``).
 
     python -m bench.csv_source [--rows 3000000] [--files 1] [--repeats 1] [--mode streaming|batch]
+                               [--no-warmup] [--inputs DIR]
 
-One warm-up round on a small input (not counted), then ``--repeats`` rounds in a rotating order; medians. Every run
-is checked: all rows in ``--hours`` partitions, each with a success file. Needs the Flink venv (``make
-flink-venv``, or ``SQLEXT_FLINK_VENV``). Writes bench/results/csv_source.json.
+One warm-up round on a small input (not counted; ``--no-warmup`` skips it), then ``--repeats`` rounds in a
+rotating order; medians. Every run is checked: all rows in ``--hours`` partitions, each with a success file.
+Needs the Flink venv (``make flink-venv``, or ``SQLEXT_FLINK_VENV``). Writes bench/results/csv_source.json.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--mode", default="streaming", choices=("streaming", "batch"))
+    parser.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--inputs", type=Path, help="a dir with input-csv/ and input-parquet/ of an earlier run")
     args = parser.parse_args()
     if not (FLINK_VENV / ".installed").is_file():
         raise SystemExit(f"no Flink venv at {FLINK_VENV}: run `make flink-venv` or set SQLEXT_FLINK_VENV")
@@ -110,13 +113,16 @@ def main() -> None:
     loads = []
     with metastore(home) as hms:
         print(f"generating {args.rows:,} rows over {args.hours} hours in {args.files} csv file(s) ...", flush=True)
-        inputs = {"csv": home / "input-csv", "parquet": home / "input-parquet"}
-        write_input(inputs["csv"], "csv", args.rows, args.hours, args.files)
-        write_parquet_copy(inputs["csv"], inputs["parquet"])
-        warm = {"csv": home / "warm-csv", "parquet": home / "warm-parquet"}
-        write_input(warm["csv"], "csv", 10_000, args.hours, 1)
-        write_parquet_copy(warm["csv"], warm["parquet"])
-        run_round(home, "warmup", warm, args.mode, 10_000, args.hours, hms.uri, names)
+        base = args.inputs or home
+        inputs = {"csv": base / "input-csv", "parquet": base / "input-parquet"}
+        if args.inputs is None:
+            write_input(inputs["csv"], "csv", args.rows, args.hours, args.files)
+            write_parquet_copy(inputs["csv"], inputs["parquet"])
+        if args.warmup:
+            warm = {"csv": home / "warm-csv", "parquet": home / "warm-parquet"}
+            write_input(warm["csv"], "csv", 10_000, args.hours, 1)
+            write_parquet_copy(warm["csv"], warm["parquet"])
+            run_round(home, "warmup", warm, args.mode, 10_000, args.hours, hms.uri, names)
         for repeat in range(args.repeats):
             order = names[repeat % len(names) :] + names[: repeat % len(names)]
             loads.append(os.getloadavg()[0])
