@@ -112,10 +112,10 @@ def main() -> None:
     seconds: dict[str, list[float]] = {name: [] for name in names}
     loads = []
     with metastore(home) as hms:
-        print(f"generating {args.rows:,} rows over {args.hours} hours in {args.files} csv file(s) ...", flush=True)
         base = args.inputs or home
         inputs = {"csv": base / "input-csv", "parquet": base / "input-parquet"}
         if args.inputs is None:
+            print(f"generating {args.rows:,} rows over {args.hours} hours in {args.files} csv file(s) ...", flush=True)
             write_input(inputs["csv"], "csv", args.rows, args.hours, args.files)
             write_parquet_copy(inputs["csv"], inputs["parquet"])
         if args.warmup:

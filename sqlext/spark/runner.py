@@ -94,6 +94,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
         explained = memory.explain(exc)
         if explained is None:
             raise
+        _let_inserts_end(started)  # their own last log lines come first: this says what to do
         print(f"sqlext: {explained}", file=sys.stderr)
         return 1
     finally:
@@ -137,6 +138,16 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
             signal.signal(sig, handler)
         _release_checkpoints(job_ids)
     return 1 if failed else 0
+
+
+def _let_inserts_end(job_ids: list[str], timeout_s: float = 30) -> None:
+    """Wait a little for the inserts' watcher threads to end (they log their own failure as they end)."""
+    from sqlext.connectors.filesystem.sink import running_insert
+
+    for job_id in job_ids:
+        running = running_insert(job_id)
+        if running is not None:
+            running.finished.wait(timeout_s)
 
 
 def _release_checkpoints(job_ids: list[str]) -> None:
