@@ -90,12 +90,15 @@ def write_input(directory: Path, fmt: str, rows: int, hours: int, files: int) ->
         (directory / f"part-{index:05d}.{fmt}").write_text("".join(lines))
 
 
-def statements(fmt: str, source: Path, target: Path, policy: str, prefix: str = "") -> list[str]:
-    """The source and sink DDL and the INSERT, in Flink SQL, as both Flink and sqlext run them."""
+def statements(
+    fmt: str, source: Path, target: Path, policy: str, prefix: str = "", sink_format: str | None = None
+) -> list[str]:
+    """The source and sink DDL and the INSERT, in Flink SQL, as both Flink and sqlext run them (the sink in
+    ``sink_format``, default ``fmt``)."""
     sink_options = {
         "connector": "filesystem",
         "path": target.as_uri(),
-        "format": fmt,
+        "format": sink_format or fmt,
         "sink.partition-commit.trigger": "partition-time",
         "sink.partition-commit.delay": "1 h",
         "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
@@ -124,21 +127,23 @@ def flink_command(work: Path, fmt: str, mode: str, source: Path) -> list[str]:
     return [str(FLINK_VENV / "bin" / "python"), str(FLINK_JOB), str(work / "job.json")]
 
 
-def sqlext_script(work: Path, fmt: str, mode: str, source: Path) -> Path:
+def sqlext_script(work: Path, fmt: str, mode: str, source: Path, sink_format: str | None = None) -> Path:
     database = f"bench_{work.name.replace('-', '_')}"
     lines = [
         f"CREATE DATABASE {database}",
         f"SET 'execution.runtime-mode' = '{mode}'",
         "SET 'execution.checkpointing.interval' = '10 s'",
-        *statements(fmt, source, work / "table", "metastore,success-file", prefix=f"{database}."),
+        *statements(fmt, source, work / "table", "metastore,success-file", f"{database}.", sink_format),
     ]
     script = work / "insert.sql"
     script.write_text(";\n".join(lines) + ";\n")
     return script
 
 
-def sqlext_command(work: Path, fmt: str, mode: str, source: Path, metastore_uri: str) -> list[str]:
-    script = sqlext_script(work, fmt, mode, source)
+def sqlext_command(
+    work: Path, fmt: str, mode: str, source: Path, metastore_uri: str, sink_format: str | None = None
+) -> list[str]:
+    script = sqlext_script(work, fmt, mode, source, sink_format)
     conf = {
         "spark.sqlext.metastore.uris": metastore_uri,
         "spark.ui.enabled": "false",

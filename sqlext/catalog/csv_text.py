@@ -9,7 +9,7 @@ Hive's text forms of values, ``TIMESTAMP_LTZ`` in UTC with ``Z`` (Flink's form).
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -215,16 +215,20 @@ class CsvTextForm:
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def _field(self, line_end: str) -> str:
+    def _field(self, line_end: str, char: Callable[[str], str] | None = None, open_quote: bool = False) -> str:
         """A Java regex matching one field, ended by the delimiter or ``line_end`` (a lookahead). Runs of
-        plain characters are matched possessively, so a long value does not deepen the regex's recursion."""
-        d, e = _regex_char(self.delimiter), _regex_char(self.escape)
+        plain characters are matched possessively, so a long value does not deepen the regex's recursion.
+        ``char`` writes a character as a regex atom (default: Java's); ``open_quote`` adds, before the
+        unquoted form, a quoted field whose closing quote is not in the text (it runs to the text's end)."""
+        char = char or _regex_char
+        d, e = char(self.delimiter), char(self.escape)
         unquoted = f"(?:[^{e}{d}\\r\\n]++|{e}.)*+"
         if self.quote is None:
             return unquoted
-        q = _regex_char(self.quote)
+        q = char(self.quote)
         inside = f"(?:[^{q}{e}]++|{q}{q}|{e}.)*+" if self.escape_declared else f"(?:[^{q}]++|{q}{q})*+"
-        return f"(?:{q}{inside}{q}(?={d}|{line_end})|{unquoted})"
+        unclosed = f"{q}{inside}\\Z|" if open_quote else ""
+        return f"(?:{q}{inside}{q}(?={d}|{line_end})|{unclosed}{unquoted})"
 
     def _pattern(self) -> str:
         """A Java regex matching the delimiter before a field, and the field (group 1), in one record."""
@@ -236,6 +240,14 @@ class CsvTextForm:
         end = "\\r\\n|\\n|\\r|\\z"
         field = self._field(f"(?:{end})")
         return f"(?s)(?!\\z)({field}(?:{_regex_char(self.delimiter)}{field})*+)(?:{end})?"
+
+    def python_record_pattern(self, more_text: bool) -> str:
+        """:meth:`record_pattern` as a Python regex (the same records of the same text). ``more_text``: the
+        text is a piece of a longer one, so a quoted field not closed in it takes the rest of the piece
+        (a record that reaches the piece's end is the only one that more text can change)."""
+        end = "\\r\\n|\\n|\\r|\\Z"
+        field = self._field(f"(?:{end})", _python_regex_char, open_quote=more_text)
+        return f"(?s)(?!\\Z)({field}(?:{_python_regex_char(self.delimiter)}{field})*+)(?:{end})?"
 
     def unescape(self, raw: SparkColumn, quoted: bool = False) -> SparkColumn:
         """A raw field without its escapes (``\\n`` and ``\\r``: line breaks, as Hive reads them); for the
@@ -394,6 +406,11 @@ class CsvTextForm:
 def _regex_char(char: str) -> str:
     """One character as a Java regex atom (also inside a character class)."""
     return f"\\x{{{ord(char):x}}}"
+
+
+def _python_regex_char(char: str) -> str:
+    """One character as a Python regex atom (also inside a character class)."""
+    return f"\\U{ord(char):08x}"
 
 
 #: The characters that a value of a Spark type can hold as text (Spark's cast to string, and the ``Z`` of

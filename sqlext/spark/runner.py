@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlext.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.errors import SqlextError
+from sqlext.spark import memory
 from sqlext.sql.parser import split_statements
 
 log = logging.getLogger("sqlext.run")
@@ -75,10 +76,11 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
             try:
                 result = session.run(statement)
             except SqlextError as exc:
-                print(f"sqlext: error in {where}:\n{exc.message}", file=sys.stderr)
+                explained = memory.explain(exc.__cause__) if exc.__cause__ is not None else None
+                print(f"sqlext: error in {where}:\n{explained or exc.message}", file=sys.stderr)
                 return 1
             except Exception as exc:  # Spark's own errors for statements passed through
-                print(f"sqlext: error in {where}:\n{exc}", file=sys.stderr)
+                print(f"sqlext: error in {where}:\n{memory.explain(exc) or exc}", file=sys.stderr)
                 return 1
             columns, rows = _columns_and_rows(result)
             if "job_id" in columns:
@@ -88,8 +90,16 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
             else:
                 _show(columns, rows)
         return wait_for_inserts(spark, started)
+    except Exception as exc:  # the JVM gone (py4j lost it): say why, when it ran out of memory
+        explained = memory.explain(exc)
+        if explained is None:
+            raise
+        _let_inserts_end(started)  # their own last log lines come first: this says what to do
+        print(f"sqlext: {explained}", file=sys.stderr)
+        return 1
     finally:
-        spark.stop()
+        if not memory.jvm_ended():
+            spark.stop()
 
 
 def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
@@ -130,6 +140,16 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
     return 1 if failed else 0
 
 
+def _let_inserts_end(job_ids: list[str], timeout_s: float = 30) -> None:
+    """Wait a little for the inserts' watcher threads to end (they log their own failure as they end)."""
+    from sqlext.connectors.filesystem.sink import running_insert
+
+    for job_id in job_ids:
+        running = running_insert(job_id)
+        if running is not None:
+            running.finished.wait(timeout_s)
+
+
 def _release_checkpoints(job_ids: list[str]) -> None:
     """The run ends: give up the checkpoints' leases now rather than leave them to expire."""
     from sqlext.jobs.checkpoint import started_checkpoint
@@ -142,6 +162,8 @@ def _release_checkpoints(job_ids: list[str]) -> None:
 
 def failure_hint(failure: str) -> str:
     """What to do about a failed insert, when its error says (empty when sqlext has nothing to add)."""
+    if memory.mentions_out_of_memory(failure):
+        return f"\nsqlext: {memory.explain(RuntimeError(failure))}"
     unreadable = _UNREADABLE_FILE.search(failure)
     if unreadable:
         return (

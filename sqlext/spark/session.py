@@ -47,7 +47,8 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
-    SparkContext._ensure_initialized()
+    # A JVM started here gets ``conf`` too: its launch settings (spark.driver.memory) apply only then.
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list((conf or {}).items())))
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)

@@ -16,7 +16,8 @@ As a source:
   Spark's hidden ``_metadata`` column;
 - csv is read as text and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
   :class:`sqlext.catalog.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
-  breaks inside quotes: with a quote character a file is read whole, as Flink reads it); json options
+  breaks inside quotes, joined from lines in bounded memory: see
+  :mod:`sqlext.connectors.filesystem.csv_records`); json options
   lose their prefix and take Spark's names (see :func:`reader_options`);
 - a file that cannot be read as the format (corrupt, truncated, another format, a column of another type)
   fails the batch that reads it with Spark's error naming the file, so the insert stops before anything of
@@ -131,9 +132,10 @@ def _read_csv_text(
     spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
 ) -> DataFrame:
     """csv files parsed in the form sqlext writes (:class:`sqlext.catalog.formats.CsvTextForm`). With a quote
-    character (the default) a file is read whole and split into records, as a quoted field may hold line
-    breaks (Flink's csv quotes such values; Flink reads a csv file in one piece too); without one, line by
-    line. Columns that are ``k=v`` directories come from the path (partition keys, and, as Spark's csv
+    character (the default) the lines are joined into records where a quoted field holds line breaks (Flink's
+    csv quotes such values), in bounded memory and with large files split across tasks (see
+    :mod:`sqlext.connectors.filesystem.csv_records`); without one, line by line. Columns that are ``k=v``
+    directories come from the path (partition keys, and, as Spark's csv
     reader does, any other column named like such a directory)."""
     from pyspark.sql import functions as F
 
@@ -147,9 +149,11 @@ def _read_csv_text(
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
     if form.quote is not None:
-        files = reader.format("text").schema(schema).options(**passed, wholetext="true").load(path)
-        records = F.explode(F.regexp_extract_all(F.col("value"), F.lit(form.record_pattern()), 1))
-        lines = files.select(records.alias("value"), *(F.col(f"`{c.name}`") for c in dir_columns), F.col("_metadata"))
+        from sqlext.connectors.filesystem.csv_records import records
+
+        files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(path)
+        dirs = (F.col(f"`{c.name}`") for c in dir_columns)
+        lines = records(files.select("value", *dirs, F.col("_metadata").alias("_metadata")), form, _spark_conf(spark))
     else:
         lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
@@ -166,6 +170,14 @@ def _read_csv_text(
     if parsed is None:
         return lines.select(*columns)
     return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")
+
+
+def _spark_conf(spark: Any) -> dict[str, str]:
+    """The session's ``spark.hadoop.*`` settings (the executors' Python reads files with them)."""
+    try:
+        return {k: v for k, v in dict(spark.conf.getAll).items() if k.startswith("spark.hadoop.")}
+    except Exception:  # an older Connect server without GetAll
+        return {}
 
 
 def _directory_columns(spark: Any, path: str, table: TableDefinition) -> set[str]:

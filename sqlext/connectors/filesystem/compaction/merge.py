@@ -16,6 +16,7 @@ from sqlext.table import TableDefinition
 
 #: Formats whose files can be merged: columnar ones through pyarrow, line-oriented ones by concatenation.
 MERGEABLE_FORMATS = ("parquet", "orc", "csv", "json")
+_COPY_CHUNK = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,17 @@ def _merge_orc(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> No
 
 
 def _concatenate(fs: FileSystem, sources: Sequence[SourceFile], target: str) -> None:
-    """Line formats (csv without header, json lines): the merged file is the files one after another."""
+    """Line formats (csv without header, json lines): the merged file is the files one after another, copied
+    a chunk at a time (a file's size does not matter)."""
     with fs.open_output(target) as out:
         for source in sources:
-            data = fs.read_bytes(source.status.uri)
-            out.write(data if not data or data.endswith(b"\n") else data + b"\n")
+            last = b"\n"
+            with fs.open_input(source.status.uri) as handle:
+                while chunk := handle.read(_COPY_CHUNK):
+                    out.write(chunk)
+                    last = bytes(chunk[-1:])
+            if last != b"\n":
+                out.write(b"\n")
 
 
 def check_mergeable(table: TableDefinition, file_format: str) -> None:

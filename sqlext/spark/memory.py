@@ -1,0 +1,76 @@
+"""A Spark JVM that ran out of memory, told as such: which setting to raise, and that a rerun resumes.
+
+When the driver's JVM runs out of heap (in local mode the tasks run in it too), Spark's handler of uncaught
+errors ends the JVM with exit code 52, and what Python sees next is py4j losing its connection
+(``Py4JNetworkError``, ``ConnectionRefusedError``). An executor that runs out of memory fails its task with
+``java.lang.OutOfMemoryError`` in the error's text. Both are turned into :func:`out_of_memory_message`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Spark's exit code for an uncaught ``OutOfMemoryError`` (``SparkExitCode.OOM``).
+OOM_EXIT_CODE = 52
+_OOM_TEXTS = ("java.lang.OutOfMemoryError", "OutOfMemoryError: Java heap space")
+
+
+def out_of_memory_message(where: str) -> str:
+    """What to tell a user whose run ran out of memory in ``where`` ("the driver", "an executor")."""
+    return (
+        f"Spark ran out of memory in {where} (java.lang.OutOfMemoryError). Give it more: set "
+        "spark.driver.memory (local mode runs the tasks in the driver's JVM too; e.g. --conf "
+        "spark.driver.memory=4g) or spark.executor.memory for executors on a cluster. Then run again: "
+        "committed batches stay committed, and each insert resumes at the batch that failed."
+    )
+
+
+def mentions_out_of_memory(text: str) -> bool:
+    """Whether an error's text is a JVM's ``OutOfMemoryError``."""
+    return any(marker in text for marker in _OOM_TEXTS)
+
+
+def jvm_exit_code() -> int | None:
+    """The exit code of the JVM this process launched for Spark, once it ended (None: running, or not ours)."""
+    from pyspark import SparkContext
+
+    gateway: Any = getattr(SparkContext, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is None:
+        return None
+    try:
+        code = proc.poll()
+        if code is None:
+            code = proc.wait(timeout=5)  # the connection broke as the JVM was going down
+    except Exception:
+        return None
+    return int(code) if code is not None else None
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """Whether ``exc`` is py4j losing the JVM (as opposed to an error the JVM reported)."""
+    from py4j.protocol import Py4JNetworkError
+
+    return isinstance(exc, Py4JNetworkError | ConnectionError) or "Answer from Java side is empty" in str(exc)
+
+
+def explain(exc: BaseException) -> str | None:
+    """The out-of-memory message for ``exc``, when it is one (the JVM ended with Spark's OOM exit code, or an
+    error says ``OutOfMemoryError``); else None."""
+    if mentions_out_of_memory(str(exc)):
+        return out_of_memory_message("an executor" if "executor" in str(exc).lower() else "the driver")
+    if is_connection_loss(exc) or jvm_ended():
+        code = jvm_exit_code()
+        if code == OOM_EXIT_CODE:
+            return out_of_memory_message("the driver")
+        if code is not None:
+            return f"Spark's JVM ended with exit code {code} (its log above says why)."
+    return None
+
+
+def jvm_ended() -> bool:
+    """Whether the JVM this process launched for Spark has ended."""
+    from pyspark import SparkContext
+
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    return proc is not None and proc.poll() is not None

@@ -1,0 +1,104 @@
+"""The csv source's records from lines (:mod:`sqlext.connectors.filesystem.csv_records`): the same records as
+the whole-file record regex (:meth:`CsvTextForm.record_pattern`, what the source matched before it read lines),
+with files split into many small ranges (quoted line breaks, escaped line breaks, ``\\r\\n`` and lone ``\\r``,
+a quote never closed, records across range boundaries), and the pieces parsed in Python alone."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.connectors.filesystem.csv_records import Records, records
+
+pytestmark = [pytest.mark.spark]
+
+FORMS = {
+    "defaults": CsvTextForm(),
+    "escape declared": CsvTextForm(escape_declared=True),
+    "semicolon, single quote": CsvTextForm(delimiter=";", quote="'", escape="#"),
+}
+
+
+def _text(seed: int, form: CsvTextForm, records_count: int = 400) -> str:
+    """csv text with every kind of record the form's regex knows, in random order."""
+    rng = random.Random(seed)
+    d, q, e = form.delimiter, form.quote or '"', form.escape
+    pieces = [
+        f"1{d}plain{d}x",
+        f"2{d}{q}quoted{d} with delimiter{q}{d}x",
+        f"3{d}{q}two\nlines{q}{d}x",
+        f"4{d}{q}three\r\nlines\rhere{q}{d}x",
+        f"5{d}{q}doubled {q}{q} quote\n{q}{d}x",
+        f"6{d}escaped{e}\nline break{d}x",
+        f"7{d}escaped {e}{d} delimiter{d}{e}{e}",
+        f"8{d}{q}closed{q}but more{d}x",
+        f"9{d}mid{q}quote{d}x",
+        f"10{d}{q}{e}{q}{q} escape inside\n{q}{d}x",
+        f"11{d}{q}{q}{d}{q}{q}",
+        "",
+        f"12{d}é ü 漢{d}{q}é\n漢{q}",
+    ]
+    lines = []
+    for _ in range(records_count):
+        lines.append(rng.choice(pieces))
+        lines.append(rng.choice(["\n", "\n", "\n", "\r\n", "\r"]))
+    return "".join(lines) + "\n"
+
+
+def _expected(form: CsvTextForm, text: str) -> list[str]:
+    """The records of ``text`` by the whole-text regex (Java's ``\\z`` is Python's ``\\Z``)."""
+    return [m.group(1) for m in re.finditer(form.python_record_pattern(more_text=False), text)]
+
+
+@pytest.mark.parametrize("name", list(FORMS))
+def test_pieces_give_the_records_of_the_whole_text(name: str) -> None:
+    form = FORMS[name]
+    for seed in range(20):
+        text = _text(seed, form, 60) + ("" if seed % 2 else f"99{form.delimiter}{form.quote}never closed\n1,2\n")
+        parsed = Records(form)
+        found: list[str] = []
+        lines = text.split("\n")[:-1]
+        rng = random.Random(seed)
+        index = 0
+        while index < len(lines):
+            step = rng.randint(1, 7)
+            found.extend(parsed.feed("".join(line + "\n" for line in lines[index : index + step])))
+            index += step
+        found.extend(record for record, _ in parsed.finish())
+        assert found == _expected(form, text), seed
+
+
+def _read(spark: Any, path: Path, form: CsvTextForm) -> list[str]:
+    from pyspark.sql import functions as F
+
+    files = spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(path))
+    lines = files.select("value", F.col("_metadata").alias("_metadata"))
+    rows = records(lines, form, {}).select("value", F.col("_metadata.file_name").alias("file")).collect()
+    by_file: dict[str, list[str]] = {}
+    for row in rows:
+        by_file.setdefault(row.file, []).append(row.value)
+    return [value for file in sorted(by_file) for value in by_file[file]]
+
+
+@pytest.mark.parametrize("name", list(FORMS))
+def test_split_files_read_as_whole_files(spark: Any, tmp_path: Path, name: str) -> None:
+    form = FORMS[name]
+    expected = []
+    for index in range(2):
+        text = _text(index, form) + ("" if index else f"99{form.delimiter}{form.quote}never closed\nafter\n")
+        (tmp_path / f"part-{index}.csv").write_bytes(text.encode("utf-8"))
+        expected.extend(_expected(form, text))
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        for split in ("397", "128MB"):
+            spark.conf.set("spark.sql.files.maxPartitionBytes", split)
+            spark.conf.set("spark.sql.files.openCostInBytes", "0")
+            assert _read(spark, tmp_path, form) == expected, split
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+        spark.conf.unset("spark.sql.files.openCostInBytes")
