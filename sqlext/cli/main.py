@@ -112,7 +112,7 @@ def _commits(args: argparse.Namespace) -> int:
     from sqlext.jobs.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     conf = _command_conf(args)
-    path = resolve_table_path(args.table, _metastore_uri(conf))
+    path = resolve_table_path(args.table, lambda: _metastore_uri(conf))
     _reach_storage(path, conf)
     entries = commit_log_entries(path, args.query)
     if args.html:

@@ -157,6 +157,9 @@ class HadoopBackend:
         """Rename; a file onto an existing file replaces it. Raises when the rename did not happen."""
         src, dst = self._jpath(source), self._jpath(target)
         fs = self._fs(src)
+        if self.kind(target) == "dir":
+            # Hadoop moves a source *into* an existing directory; a POSIX rename refuses.
+            raise IsADirectoryError(f"Cannot rename {source} to {target}: the target is a directory")
         with java_errors(f"Cannot rename {source} to {target}"):
             fs.mkdirs(dst.getParent())
             if fs.rename(src, dst):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
@@ -12,15 +12,17 @@ from sqlext.io.fs import FileSystem, normalize
 from sqlext.table import TableIdentifier
 
 
-def resolve_table_path(target: str, metastore_uri: str) -> str:
-    """A table path URI as given, or the location of ``db.table`` in the metastore."""
+def resolve_table_path(target: str, metastore_uri: Callable[[], str]) -> str:
+    """A table path URI as given, or the location of ``db.table`` in the metastore, which
+    ``metastore_uri`` names: it is asked only for a table name, a path needs no metastore."""
     if "://" in target or target.startswith(("/", "file:")):
         return normalize(target)
     ident = TableIdentifier.parse(target)
-    with MetastoreClient(metastore_uri) as client:
+    uri = metastore_uri()
+    with MetastoreClient(uri) as client:
         table = client.get_table(ident.database, ident.name)
     if table is None:
-        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {metastore_uri}.")
+        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {uri}.")
     return normalize(table.sd.location)
 
 

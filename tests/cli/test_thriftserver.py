@@ -60,11 +60,9 @@ def test_thrift_server_queries_see_committed_partitions_only(
     port = free_port()
     try:
         wait_for(lambda: len(list(log.entries("ts_insert"))) == 3, 120, what="three batches committed")
-        wait_for(
-            lambda: hms.get_partition_names("ts_db", "events") == ["dt=2026-11-22/hr=00"],
-            60,
-            what="hour 00 committed",
-        )
+        # delay 1 h: the watermark after hour 02's rows has passed hour 01's end + 1 h, not hour 02's
+        committed = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+        wait_for(lambda: hms.get_partition_names("ts_db", "events") == committed, 60, what="hours 00 and 01 committed")
         assert (tmp_path / "table" / "dt=2026-11-22" / "hr=02").is_dir(), "hour 02 is written, not committed"
 
         started = _sqlext(
@@ -81,9 +79,9 @@ def test_thrift_server_queries_see_committed_partitions_only(
 
         cursor = hive.connect(host="127.0.0.1", port=port, username="tester").cursor()
         cursor.execute("SELECT hr, count(*), count(DISTINCT id) FROM ts_db.events GROUP BY hr ORDER BY hr")
-        assert cursor.fetchall() == [("00", 50, 50)]
+        assert cursor.fetchall() == [("00", 50, 50), ("01", 50, 50)]
         cursor.execute("SHOW PARTITIONS ts_db.events")
-        assert cursor.fetchall() == [("dt=2026-11-22/hr=00",)]
+        assert cursor.fetchall() == [(name,) for name in committed]
     finally:
         query.stop()
         stopped = _sqlext(

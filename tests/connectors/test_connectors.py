@@ -13,6 +13,7 @@ import pytest
 from sqlext.connectors.filesystem.source import reader_options
 from sqlext.connectors.print import format_row
 from sqlext.errors import OptionError
+from sqlext.jobs.checkpoint import checkpoint_root as session_checkpoint_root
 from sqlext.registry import SinkContext, SourceContext, find_factory, validate_table
 from sqlext.sink import InsertPlan
 from sqlext.table import Column, TableDefinition, TableIdentifier
@@ -37,7 +38,10 @@ def _fs(path: Path, columns: str = "a INT, b STRING", fmt: str = "csv", **option
 
 FS_INVALID = [
     ({"sink.partition-commit.policy.kind": "metastore,custom"}, "'sink.partition-commit.policy.class' is required"),
-    ({"partition.time-extractor.kind": "custom"}, "'partition.time-extractor.class' is required"),
+    (
+        {"partition.time-extractor.kind": "custom", "sink.partition-commit.trigger": "partition-time"},
+        "'partition.time-extractor.class' is required",
+    ),
     ({"json.ignore-parse-errors": "true"}, "Option 'json.ignore-parse-errors' is for format 'json', but the table's"),
     ({"parquet.compression": "zstd"}, "is for format 'parquet', but the table's format is 'csv'"),
     ({"source.monitor-interval": "soon"}, "Invalid value for option 'source.monitor-interval': 'soon'."),
@@ -183,7 +187,7 @@ def _source(spark: Any, table: TableDefinition, streaming: bool) -> Any:
     factory = find_factory(table.connector or "")
     factory.validate(table)
     return factory.create_source(
-        SourceContext(spark, table, streaming=streaming, state_root=checkpoint_root(spark, None))
+        SourceContext(spark, table, streaming=streaming, state_root=session_checkpoint_root(spark, None))
     )
 
 

@@ -99,7 +99,7 @@ INVALID = [
         "'sink.partition-commit.policy.class' is required",
     ),
     (
-        _table(**{"partition.time-extractor.kind": "custom"}),
+        _table(**{"partition.time-extractor.kind": "custom", "sink.partition-commit.trigger": "partition-time"}),
         OptionError,
         "'partition.time-extractor.class' is required",
     ),

@@ -105,8 +105,8 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
     with log.open("ab") as out:
         first = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
-        # Spark applies a batch's watermark in the next batch: events arrive over several batches, so the
-        # watermark passes 01:00 and hour 00 is committed mid-stream; then the driver dies.
+        # A batch commits with the watermark after its own rows: hour 02's events move it past 01:00, so
+        # hour 00 is committed mid-stream; then the driver dies.
         kafka_broker.produce(topic, json_events(0, 2 * hour, DAY, STEP_S))
         _wait(lambda: _ids(table_dir), first, log, "the first batch")
         kafka_broker.produce(topic, json_events(2 * hour, hour, DAY + timedelta(hours=2), STEP_S))
@@ -122,9 +122,10 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
         # Two events at 07:00 move the watermark past 06:00, so hours 00-05 are all committed.
         kafka_broker.produce(topic, json_events(EVENTS, 1, DAY + timedelta(hours=7), STEP_S))
         _wait(lambda: _ids(table_dir)[-1:] == [EVENTS], second, log, "the first closing event")
-        kafka_broker.produce(topic, json_events(EVENTS + 1, 1, DAY + timedelta(hours=7, seconds=30), STEP_S))
+        # A second event at 07:00 (a second batch): the watermark (ts - 1 s) stays before 07:00, so hour 07
+        # stays uncommitted.
+        kafka_broker.produce(topic, json_events(EVENTS + 1, 1, DAY + timedelta(hours=7), STEP_S))
         six_hours = [f"hr={h:02d}" for h in range(6)]
-        # Spark may commit hour 05 in a no-data batch right after the first closing event: wait for both.
         _wait(
             lambda: _committed(table_dir) == six_hours and _ids(table_dir)[-1:] == [EVENTS + 1],
             second,
