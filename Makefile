@@ -3,6 +3,9 @@ VENV   ?= .venv
 PYTHON ?= python3
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?=
+# Maven artifacts the tests fetch once (a Kafka broker, other metastores, storage connectors); see sqlext/jars.py.
+JARS_DIR ?= $(HOME)/.cache/sqlext/jars
+export SQLEXT_JARS_DIR = $(JARS_DIR)
 
 .PHONY: runtime install system-deps flink-venv demo test lint typecheck unit clean
 

@@ -1,0 +1,155 @@
+"""Maven artifacts fetched on demand: a Hive metastore of another version, a Kafka broker, a storage
+connector. Nothing in the default install needs them; they are resolved with their dependencies, once,
+into a cache directory, by the Ivy that ships with pyspark (no Maven installation needed).
+
+The cache is ``$SQLEXT_JARS_DIR``, else ``$XDG_CACHE_HOME/sqlext/jars``, else ``~/.cache/sqlext/jars``;
+each set of artifacts gets a directory of its own, complete once its ``.complete`` marker exists, so
+that an interrupted fetch is fetched again rather than used half-done.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlext.errors import SqlextError
+from sqlext.paths import pyspark_jars_dir
+
+log = logging.getLogger(__name__)
+
+COMPLETE_MARKER = ".complete"
+
+
+class JarFetchError(SqlextError):
+    """Artifacts could not be resolved or downloaded."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A Maven coordinate, ``group:artifact:version``."""
+
+    group: str
+    name: str
+    version: str
+
+    @classmethod
+    def parse(cls, coordinate: str) -> Artifact:
+        parts = coordinate.split(":")
+        if len(parts) != 3 or not all(parts):
+            raise JarFetchError(f"'{coordinate}' is not a Maven coordinate: expected group:artifact:version.")
+        return cls(*parts)
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.name}:{self.version}"
+
+
+def cache_dir() -> Path:
+    """Where fetched artifacts are kept (see the module's docstring)."""
+    explicit = os.environ.get("SQLEXT_JARS_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    cache_home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache_home).expanduser().resolve() / "sqlext" / "jars"
+
+
+def fetched_dir(name: str, coordinates: Sequence[str]) -> Path:
+    """The directory the artifacts ``coordinates`` (with their dependencies) are fetched into; its name
+    is ``name`` plus a digest of the coordinates, so a new version never reuses an old directory."""
+    digest = hashlib.sha256("\n".join(sorted(coordinates)).encode()).hexdigest()[:10]
+    return cache_dir() / f"{name}-{digest}"
+
+
+def is_fetched(name: str, coordinates: Sequence[str]) -> bool:
+    """True when :func:`fetch` has completed for these artifacts."""
+    return (fetched_dir(name, coordinates) / COMPLETE_MARKER).is_file()
+
+
+def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), timeout_s: float = 1800) -> Path:
+    """The jars of ``coordinates`` and their runtime dependencies in one directory, downloaded from Maven
+    Central the first time (later calls return at once). ``exclude`` names ``group:artifact`` pairs left
+    out with their dependencies. Raises :class:`JarFetchError` naming the artifacts and Ivy's report."""
+    artifacts = [Artifact.parse(c) for c in coordinates]
+    target = fetched_dir(name, coordinates)
+    if (target / COMPLETE_MARKER).is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        log.info("fetching %s from Maven Central into %s", ", ".join(map(str, artifacts)), target)
+        _retrieve(artifacts, exclude, staging, timeout_s)
+        (staging / COMPLETE_MARKER).write_text("\n".join(map(str, artifacts)) + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    jars = sorted(target.glob("*.jar"))
+    log.info("fetched %d jars (%.1f MB) into %s", len(jars), sum(j.stat().st_size for j in jars) / 1e6, target)
+    return target
+
+
+def classpath(directory: Path) -> str:
+    """A Java class path of every jar in ``directory``."""
+    return os.pathsep.join(str(jar) for jar in sorted(directory.glob("*.jar")))
+
+
+def _ivy_jar() -> Path:
+    found = sorted(pyspark_jars_dir().glob("ivy-*.jar"))
+    if not found:
+        raise JarFetchError(f"No Ivy jar in {pyspark_jars_dir()}: sqlext fetches artifacts with pyspark's Ivy.")
+    return found[-1]
+
+
+def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str]) -> str:
+    dependencies = "\n".join(
+        f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->default"/>'
+        for a in artifacts
+    )
+    exclusions = "\n".join(
+        f'    <exclude org="{pair.split(":")[0]}" module="{pair.split(":")[1]}"/>' for pair in exclude
+    )
+    return f"""<ivy-module version="2.0">
+  <info organisation="sqlext" module="fetch"/>
+  <configurations><conf name="default"/></configurations>
+  <dependencies>
+{dependencies}
+{exclusions}
+  </dependencies>
+</ivy-module>
+"""
+
+
+def _retrieve(artifacts: Sequence[Artifact], exclude: Sequence[str], target: Path, timeout_s: float) -> None:
+    java = shutil.which("java") or (Path(os.environ.get("JAVA_HOME", "")) / "bin" / "java").as_posix()
+    ivy_file = target / "ivy.xml"
+    ivy_file.write_text(_ivy_file(artifacts, exclude))
+    command = [
+        java,
+        "-jar",
+        str(_ivy_jar()),
+        "-ivy",
+        str(ivy_file),
+        "-confs",
+        "default",
+        "-cache",
+        str(cache_dir() / ".ivy-cache"),
+        "-retrieve",
+        f"{target}/[artifact]-[revision](-[classifier]).[ext]",
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JarFetchError(f"Could not fetch {', '.join(map(str, artifacts))}: {exc}") from exc
+    ivy_file.unlink()
+    if done.returncode != 0 or not any(target.glob("*.jar")):
+        report = "\n".join([line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-15:])
+        raise JarFetchError(
+            f"Could not fetch {', '.join(map(str, artifacts))} from Maven Central (Ivy exit {done.returncode}):\n"
+            f"{report}"
+        )
