@@ -55,16 +55,17 @@ def is_flink_form(tokens: Sequence[Token]) -> bool:
         return tokens[1].token_type in _STRINGS
     if words[:2] in (["SHOW", "JOBS"], ["STOP", "JOB"]) or words[:3] == ["DROP", "TEMPORARY", "TABLE"]:
         return True
-    if words[:2] == ["ALTER", "TABLE"]:
+    if words[:2] == ["ALTER", "TABLE"]:  # Spark's are SET TBLPROPERTIES (...) and UNSET; RESET is Flink's
         return any(
-            word in ("SET", "RESET") and _followed_by_paren(tokens, index)
+            word == "RESET" or (word == "SET" and _followed_by_paren(tokens, index))
             for index, word in ((i, t.text.upper()) for i, t in _top_level(tokens))
         )
     if words[0] != "CREATE":
         return False
-    top = [(i, t.text.upper()) for i, t in _top_level(tokens)]
-    if any(word == "WITH" and _followed_by_paren(tokens, i) for i, word in top):
+    # WITH (...) anywhere: an unbalanced column list must not hide it (Spark has no "WITH (").
+    if any(word == "WITH" and _followed_by_paren(tokens, i) for i, word in enumerate(words)):
         return True
+    top = [(i, t.text.upper()) for i, t in _top_level(tokens)]
     if "WATERMARK" in words:
         return True
     like = next((i for i, word in top if word == "LIKE"), None)

@@ -163,6 +163,8 @@ def _insert_target(tokens: list[Token]) -> TableIdentifier | None:
     for index, word in enumerate(words[:-1]):
         if word in ("INTO", "OVERWRITE"):
             start = index + 2 if words[index + 1] == "TABLE" else index + 1
+            if words[start : start + 1] in (["DIRECTORY"], ["LOCAL"]):
+                return None  # INSERT OVERWRITE [LOCAL] DIRECTORY: no table
             read = read_name(tokens, start)
             calls = read is not None and read[1] < len(tokens) and tokens[read[1]].token_type == TokenType.L_PAREN
             if read is None or (calls and read[0].name == "identifier" and not read[0].database):
