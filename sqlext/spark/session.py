@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from sqlext.table import TableDefinition
 
 _ATTRIBUTE = "_sqlext_session"
+#: Temporary views sqlext registers for the tables an insert reads; not the user's, so SHOW TABLES omits them.
+INTERNAL_VIEW_PREFIX = "__sqlext_"
 
 
 def resolve_metastore_uri(config: SqlextConfig) -> str:
@@ -251,11 +253,14 @@ class SqlextSession:
             describe_rows(self.catalog.get_table(self.resolve(statement.target))),
         )
 
-    def _on_ShowTables(self, statement: st.ShowTables) -> DataFrame:
-        """Spark's rows, and this session's temporary sqlext tables of the database (``isTemporary``)."""
+    def _on_ShowTables(self, statement: st.ShowTables) -> StatementResult | DataFrame:
+        """Spark's rows, without the temporary views sqlext's inserts read through (``__sqlext_...``), and with
+        this session's temporary sqlext tables of the database (``isTemporary``)."""
         from fnmatch import fnmatchcase
 
         spark_rows = self._spark_sql(statement.sql)
+        rows = [tuple(row) for row in spark_rows.collect()]  # a command's rows: already computed
+        shown = [row for row in rows if not (row[2] and str(row[1]).startswith(INTERNAL_VIEW_PREFIX))]
         database = (statement.database or self.current_database).lower()
         patterns = [p.strip().lower() for p in (statement.pattern or "*").split("|")]
         temporary = sorted(
@@ -263,12 +268,10 @@ class SqlextSession:
             for ident in self.catalog.temporary
             if ident.database == database and any(fnmatchcase(ident.name, p) for p in patterns)
         )
-        if not temporary:
+        if not temporary and len(shown) == len(rows):
             return spark_rows
-        extra = StatementResult(
-            "namespace STRING, tableName STRING, isTemporary BOOLEAN", [(database, t, True) for t in temporary]
-        )
-        return spark_rows.unionByName(extra.frame(self.spark))
+        schema = "namespace STRING, tableName STRING, isTemporary BOOLEAN"
+        return StatementResult(schema, [*shown, *((database, name, True) for name in temporary)])
 
     def _on_SetOption(self, statement: st.SetOption) -> StatementResult | DataFrame:
         if statement.key is None:  # Spark's settings and sqlext's options, by key
