@@ -416,10 +416,11 @@ def _beeline(gateway: RunningGateway, statements: str, url_suffix: str = "") -> 
 
 
 def _tables(output: str) -> list[list[list[str]]]:
-    """beeline's csv2 output as one list of rows per result (each begins with its header)."""
+    """beeline's csv2 output as one list of rows per result (each begins with its header; a DDL statement's
+    result is the header ``Result`` alone, as from Spark's Thrift server)."""
     results: list[list[list[str]]] = []
     for row in csv.reader(io.StringIO(output)):
-        if row and row[0] in ("result", "job_id", "hr", "key"):
+        if row and row[0] in ("result", "Result", "job_id", "hr", "key"):
             results.append([row])
         elif row and results:
             results[-1].append(row)

@@ -3,17 +3,17 @@ and from Spark SQL."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from sqlglot import exp
 
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.sql.ddl import show_create_table
 from sqlext.sql.parser import parse_statement, parse_statements
-from sqlext.sql.statements import CreateDatabase, CreateTable
+from sqlext.sql.statements import CreateDatabase, CreateTable, Passthrough
 from sqlext.sql.syntax import parse_tree
 from sqlext.sql.types import hive_type
 from sqlext.table import TableDefinition, TableIdentifier
@@ -59,8 +59,10 @@ def test_tables_of_each_file_round_trip_through_the_metastore(sql_file: Path, hm
     for statement in statements:
         if isinstance(statement, CreateDatabase):
             writer.create_database(statement.name, if_not_exists=True)
-        elif re.match(r"CREATE\s+(DATABASE|SCHEMA)\b", statement.sql, re.IGNORECASE):  # Spark's, as written
-            writer.create_database(parse_tree(statement.sql).this.name.lower(), if_not_exists=True)
+        elif isinstance(statement, Passthrough):  # Spark's CREATE DATABASE, as written
+            tree = parse_tree(statement.sql)
+            if isinstance(tree, exp.Create) and tree.args.get("kind") in ("DATABASE", "SCHEMA"):
+                writer.create_database(tree.this.name.lower(), if_not_exists=True)
     declared_tables = [_in_default_database(create.table) for create in creates]
     for table in declared_tables:
         writer.create_table(table, if_not_exists=True)
