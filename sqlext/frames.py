@@ -1,5 +1,5 @@
-"""Statement results (``OK``, ``DESCRIBE`` rows, a started insert's id), and DataFrames of them that cost
-no Spark job.
+"""Statement results (none for DDL, as Spark's; ``DESCRIBE`` rows; a started insert's id), and DataFrames of
+them that cost no Spark job.
 
 A sqlext statement's result is a :class:`StatementResult`: rows in Python. ``spark.sql`` makes it a
 DataFrame; ``sqlext run`` prints it and the HiveServer2 gateway sends it as it is, without building one
@@ -27,11 +27,11 @@ def local_frame(spark: SparkSession, schema: str, rows: Sequence[tuple[Any, ...]
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
+    struct = StructType.fromDDL(schema) if schema else StructType([])
+    assert isinstance(struct, StructType)
     session = getattr(spark, "_jsparkSession", None)
     if session is None:  # not a classic session with a JVM at hand (Spark Connect): Spark's own way
-        return spark.createDataFrame(list(rows), schema)
-    struct = StructType.fromDDL(schema)
-    assert isinstance(struct, StructType)
+        return spark.createDataFrame(list(rows), struct)
     jvm = spark._jvm
     assert jvm is not None
     gateway = spark.sparkContext._gateway
@@ -55,7 +55,7 @@ class StatementResult:
     @property
     def fields(self) -> list[tuple[str, str]]:
         """(name, Spark type in lower case) of each column, in order (the schema's types are simple ones)."""
-        named = (column.strip().split(" ", 1) for column in self.schema.split(","))
+        named = (column.strip().split(" ", 1) for column in self.schema.split(",") if column.strip())
         return [(name, kind.strip().lower()) for name, kind in named]
 
     @property
@@ -68,5 +68,7 @@ class StatementResult:
         return local_frame(spark, self.schema, self.rows)
 
 
-#: What a statement without rows of its own returns.
+#: What a statement without rows of its own returns: no columns, no rows, as Spark's DDL and ``USE``.
+NO_ROWS = StatementResult("", [])
+#: What sqlext's Flink-only commands without rows (``STOP JOB``) return, as Flink's SQL client shows them.
 OK = StatementResult("result STRING", [("OK",)])

@@ -152,7 +152,9 @@ class ResultSet:
     """The rows of one operation, read in batches from a cursor that ``FETCH_FIRST`` rewinds."""
 
     def __init__(self, columns: Sequence[ResultColumn], rows: Sequence[Sequence[Any]]) -> None:
-        self.columns = list(columns)
+        # A result without columns (DDL, USE) goes as Spark's Thrift server sends it: one STRING column
+        # "Result" and no rows, so that clients that read the schema always find one.
+        self.columns = list(columns) or [ResultColumn("Result", T.STRING_TYPE)]
         self.rows = list(rows)
         self.position = 0
 

@@ -1,6 +1,18 @@
 """The session extension: ``sqlext.extend(spark)`` makes ``spark.sql(...)`` run sqlext statements.
 
-Statements that are not sqlext's go to Spark unchanged. Config comes from the ``spark.sqlext.*`` keys
+An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`):
+a statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form
+only Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW
+JOBS``, ...). Everything else, including whatever sqlext's parser cannot parse, goes to Spark untouched, and
+Spark's own result or error is what the user sees. Where a statement Spark shares names a table (``SHOW
+CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``, ``CREATE TABLE b LIKE t``), sqlext
+answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and Spark share a statement, the answer
+serves both: ``SHOW TABLES`` is Spark's (``namespace, tableName, isTemporary``) with sqlext's temporary
+tables added, ``SET`` lists Spark's settings and sqlext's options, ``RESET`` resets both and ``RESET key``
+that key wherever it lives. ``USE`` and ``CREATE DATABASE`` are Spark's, and sqlext's DDL returns what
+Spark's does: no columns, no rows. The current database is Spark's.
+
+Config comes from the ``spark.sqlext.*`` keys
 of the Spark conf (see :mod:`sqlext.config`); without ``spark.sqlext.metastore.uris`` the embedded
 metastore is started on demand. Spark's own Hive catalog must use the same metastore for Spark SQL to
 see sqlext tables: build the session with :func:`spark_session` (or set
@@ -18,8 +30,8 @@ from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
 from sqlext.connectors.filesystem.sink import running_insert
-from sqlext.errors import ConfigError, SqlextError, TableNotFoundError
-from sqlext.frames import OK, StatementResult
+from sqlext.errors import ConfigError, SqlextError, ValidationError
+from sqlext.frames import NO_ROWS, OK, StatementResult
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -30,6 +42,8 @@ if TYPE_CHECKING:
     from sqlext.table import TableDefinition
 
 _ATTRIBUTE = "_sqlext_session"
+#: Temporary views sqlext registers for the tables an insert reads; not the user's, so SHOW TABLES omits them.
+INTERNAL_VIEW_PREFIX = "__sqlext_"
 
 
 def resolve_metastore_uri(config: SqlextConfig) -> str:
@@ -79,7 +93,6 @@ class SqlextSession:
             MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
         )
         self.options: dict[str, str] = self._configured_options()
-        self.current_database = DEFAULT_DATABASE
         self._spark_sql = spark.sql
         #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).
         self.spark_sql = spark.sql
@@ -102,6 +115,18 @@ class SqlextSession:
         else:
             self.options.pop(key, None)
 
+    @property
+    def current_database(self) -> str:
+        """Spark's current database (``USE`` is Spark's)."""
+        try:
+            return str(self.spark.catalog.currentDatabase())
+        except Exception:  # a session without a catalog at hand
+            return DEFAULT_DATABASE
+
+    @current_database.setter
+    def current_database(self, name: str) -> None:
+        self.spark.catalog.setCurrentDatabase(name)
+
     def resolve(self, ident: TableIdentifier) -> TableIdentifier:
         """Fill in the current database of an unqualified name."""
         return ident if ident.database else TableIdentifier(self.current_database, ident.name, ident.catalog)
@@ -116,6 +141,8 @@ class SqlextSession:
         DataFrame."""
         statement = p.parse_statement(text)
         if isinstance(statement, st.Passthrough):
+            if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
+                raise statement.error  # Spark writing into a sqlext table would bypass its sink
             return self._spark_sql(text, *args, **kwargs)
         try:
             self._check_metastore_unchanged()
@@ -155,22 +182,38 @@ class SqlextSession:
         result: StatementResult | DataFrame = handler(statement)
         return result
 
+    def is_sqlext_table(self, name: TableIdentifier) -> bool:
+        """Whether a name in a statement means a sqlext table (a Spark temporary view of an unqualified
+        name comes first, as in Spark)."""
+        if not name.database and name.catalog is None and self._is_temp_view(name.name):
+            return False
+        return self.catalog.table_exists(self.resolve(name))
+
+    def _is_temp_view(self, name: str) -> bool:
+        try:
+            catalog = self.spark._jsparkSession.sessionState().catalog()
+            return bool(catalog.getTempView(name).isDefined())
+        except Exception:  # no JVM session at hand: a temporary view cannot be told apart
+            return False
+
     def _on_CreateTable(self, statement: st.CreateTable) -> StatementResult:
         from dataclasses import replace
 
         table = replace(statement.table, identifier=self.resolve(statement.table.identifier))
         self.catalog.create_table(table, statement.if_not_exists)
-        return OK
+        return NO_ROWS
 
-    def _on_CreateTableLike(self, statement: st.CreateTableLike) -> StatementResult:
+    def _on_CreateTableLike(self, statement: st.CreateTableLike) -> StatementResult | DataFrame:
         from dataclasses import replace
 
         from sqlext.sql.ddl import merge_like
 
+        if statement.plain and not self.is_sqlext_table(statement.like):
+            return self._spark_sql(statement.sql)  # Spark's CREATE TABLE b LIKE a of its own table
         base = self.catalog.get_table(self.resolve(statement.like))
         derived = replace(statement, identifier=self.resolve(statement.identifier))
         self.catalog.create_table(merge_like(base, derived), statement.if_not_exists)
-        return OK
+        return NO_ROWS
 
     def _on_CreateDatabase(self, statement: st.CreateDatabase) -> StatementResult:
         warehouse = self.config.get(WAREHOUSE)
@@ -178,64 +221,83 @@ class SqlextSession:
         self.catalog.create_database(
             statement.name, statement.if_not_exists, location, statement.comment, statement.properties
         )
-        return OK
+        return NO_ROWS
 
     def _on_DropTable(self, statement: st.DropTable) -> StatementResult | DataFrame:
+        if not statement.temporary and not self.is_sqlext_table(statement.target):
+            return self._spark_sql(statement.sql)  # Spark drops its own tables, views and temporary views
         ident = self.resolve(statement.target)
-        if not statement.temporary and self._is_plain_hive_table(ident):
-            return self._spark_sql(statement.sql)  # Spark drops its own tables (and a managed table's data)
         self.catalog.drop_table(ident, statement.if_exists, temporary=statement.temporary)
         self._refresh(ident)
-        return OK
-
-    def _is_plain_hive_table(self, ident: TableIdentifier) -> bool:
-        return ident not in self.catalog.temporary and (
-            self.catalog.client.get_table(ident.database, ident.name) is not None
-            and not self.catalog.table_exists(ident)
-        )
+        return NO_ROWS
 
     def _on_AlterTableOptions(self, statement: st.AlterTableOptions) -> StatementResult:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
-        return OK
+        return NO_ROWS
 
-    def _on_ShowCreateTable(self, statement: st.ShowCreateTable) -> StatementResult:
+    def _on_ShowCreateTable(self, statement: st.ShowCreateTable) -> StatementResult | DataFrame:
         from sqlext.sql.ddl import show_create_table
 
+        if not self.is_sqlext_table(statement.target):
+            return self._spark_sql(statement.sql)
         table = self.catalog.get_table(self.resolve(statement.target))
         return StatementResult("createtab_stmt STRING", [(show_create_table(table),)])
 
     def _on_Describe(self, statement: st.Describe) -> StatementResult | DataFrame:
         from sqlext.sql.ddl import describe_rows
 
-        ident = self.resolve(statement.target)
-        if not self.catalog.table_exists(ident):
+        if not self.is_sqlext_table(statement.target):
             return self._spark_sql(statement.sql)
         return StatementResult(
-            "col_name STRING, data_type STRING, comment STRING", describe_rows(self.catalog.get_table(ident))
+            "col_name STRING, data_type STRING, comment STRING",
+            describe_rows(self.catalog.get_table(self.resolve(statement.target))),
         )
 
-    def _on_ShowTables(self, statement: st.ShowTables) -> StatementResult:
-        database = statement.database or self.current_database
-        return StatementResult(
-            "database STRING, tableName STRING", [(database, t) for t in self.catalog.list_tables(database)]
+    def _on_ShowTables(self, statement: st.ShowTables) -> StatementResult | DataFrame:
+        """Spark's rows, without the temporary views sqlext's inserts read through (``__sqlext_...``), and with
+        this session's temporary sqlext tables of the database (``isTemporary``)."""
+        from fnmatch import fnmatchcase
+
+        spark_rows = self._spark_sql(statement.sql)
+        rows = [tuple(row) for row in spark_rows.collect()]  # a command's rows: already computed
+        shown = [row for row in rows if not (row[2] and str(row[1]).startswith(INTERNAL_VIEW_PREFIX))]
+        database = (statement.database or self.current_database).lower()
+        patterns = [p.strip().lower() for p in (statement.pattern or "*").split("|")]
+        temporary = sorted(
+            ident.name
+            for ident in self.catalog.temporary
+            if ident.database == database and any(fnmatchcase(ident.name, p) for p in patterns)
         )
+        if not temporary and len(shown) == len(rows):
+            return spark_rows
+        schema = "namespace STRING, tableName STRING, isTemporary BOOLEAN"
+        return StatementResult(schema, [*shown, *((database, name, True) for name in temporary)])
 
-    def _on_UseDatabase(self, statement: st.UseDatabase) -> StatementResult:
-        if not self.catalog.database_exists(statement.name):
-            raise TableNotFoundError(f"Database '{statement.name}' does not exist.")
-        self._spark_sql(f"USE `{statement.name}`")
-        self.current_database = statement.name
-        return OK
-
-    def _on_SetOption(self, statement: st.SetOption) -> StatementResult:
-        if statement.key is None:
-            return StatementResult("key STRING, value STRING", sorted(self.options.items()))
-        self.options[statement.key] = statement.value or ""
+    def _on_SetOption(self, statement: st.SetOption) -> StatementResult | DataFrame:
+        if statement.key is None:  # Spark's settings and sqlext's options, by key
+            if not self.options:
+                return self._spark_sql(statement.sql)
+            rows = [(r[0], r[1]) for r in self._spark_sql(statement.sql).collect()]
+            return StatementResult("key STRING, value STRING", sorted([*rows, *self.options.items()]))
+        if statement.value is None:  # Spark's SET key: shown wherever it lives
+            if statement.key not in self.options:
+                return self._spark_sql(statement.sql)
+            return StatementResult("key STRING, value STRING", [(statement.key, self.options[statement.key])])
+        self.options[statement.key] = statement.value
         return StatementResult("key STRING, value STRING", [(statement.key, statement.value)])
 
-    def _on_ResetOption(self, statement: st.ResetOption) -> StatementResult:
+    def _on_ResetOption(self, statement: st.ResetOption) -> DataFrame:
+        """Spark's RESET [key] and sqlext's: the key (or every setting) wherever it lives."""
+        import re
+
         self.reset_options(statement.key)
-        return OK
+        if not statement.quoted:
+            return self._spark_sql(statement.sql)
+        # Flink's RESET 'key': Spark's RESET of the same key, when Spark can read it as one.
+        key = statement.key or ""
+        if re.fullmatch(r"[A-Za-z0-9_.\-]+", key):
+            return self._spark_sql(f"RESET {key}")
+        return NO_ROWS.frame(self.spark)
 
     def _on_Insert(self, statement: st.Insert) -> StatementResult | DataFrame:
         from dataclasses import replace
@@ -248,10 +310,15 @@ class SqlextSession:
                 statement=statement.sql,
             ) from exc
 
-        target = self.resolve(statement.target)
-        if not self.catalog.table_exists(target):
+        if not self.is_sqlext_table(statement.target):
             return self._spark_sql(statement.sql)  # a plain Spark/Hive table
-        return execute_insert(self, replace(statement, target=target))
+        if statement.dynamic_partitions:
+            raise ValidationError(
+                f"Only static partitions (k='v') are supported in PARTITION (...) of a sqlext table; "
+                f"{', '.join(statement.dynamic_partitions)} has no value: {statement.sql}",
+                statement=statement.sql,
+            )
+        return execute_insert(self, replace(statement, target=self.resolve(statement.target)))
 
     def _on_ShowJobs(self, statement: st.ShowJobs) -> StatementResult:
         from sqlext.jobs.checkpoint import started_checkpoint

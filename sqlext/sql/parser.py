@@ -1,8 +1,9 @@
 """sqlext's statements, parsed with sqlglot in the ``flink`` dialect (:mod:`sqlext.sql.dialect`) into the
-:mod:`~sqlext.sql.statements`: splitting a text into statements, telling sqlext's from Spark's, and the
-statements read from tree or tokens (``CREATE`` in :mod:`~sqlext.sql.create_table`). Statements sqlglot has no node
-for (``RESET``, ``SHOW CREATE TABLE``, ``SHOW TABLES``, ``ALTER TABLE ... RESET``, ``SHOW JOBS``,
-``STOP JOB``) are read from sqlglot's tokens. Anything else is :class:`Passthrough`: Spark runs it.
+:mod:`~sqlext.sql.statements`: splitting a text into statements, telling sqlext's from Spark's (the rule is
+:mod:`sqlext.sql.ownership`'s), and the statements read from tree or tokens (``CREATE`` in
+:mod:`~sqlext.sql.create_table`). Statements sqlglot has no node for (``RESET``, ``SHOW CREATE TABLE``,
+``SHOW TABLES``, ``ALTER TABLE ... RESET``, ``SHOW JOBS``, ``STOP JOB``) are read from sqlglot's tokens.
+Anything else is :class:`Passthrough`: Spark runs it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from sqlglot.tokens import Token, TokenType
 from sqlext.errors import ParseError, SqlextError, ValidationError
 from sqlext.sql.create_table import create_database, create_table, create_table_like, top_level_like
 from sqlext.sql.dialect import string_literal_value
+from sqlext.sql.ownership import is_flink_form, read_name, whole_name
 from sqlext.sql.statements import (
     AlterTableOptions,
     Describe,
@@ -26,9 +28,9 @@ from sqlext.sql.statements import (
     ShowTables,
     Statement,
     StopJob,
-    UseDatabase,
 )
 from sqlext.sql.syntax import flink_tokens, parse_tree, string_value, table_identifier, token_identifier
+from sqlext.table import TableIdentifier
 
 # -- splitting ------------------------------------------------------------------------------------
 
@@ -62,65 +64,184 @@ def parse_statement(sql: str) -> Statement:
 
 
 def _parse_statement(sql: str) -> Statement:
-    tokens = flink_tokens(sql)
-    if tokens and tokens[0].token_type in (TokenType.SHOW, TokenType.COMMAND):
-        # Spark's tokenizer keeps the rest of a command as one string: read its words too.
-        tokens = tokens[:1] + flink_tokens(sql[tokens[0].end + 1 :])
+    try:
+        tokens = flink_tokens(sql)
+        if tokens and tokens[0].token_type in (TokenType.SHOW, TokenType.COMMAND):
+            # Spark's tokenizer keeps the rest of a command as one string: read its words too.
+            tokens = tokens[:1] + flink_tokens(sql[tokens[0].end + 1 :])
+    except ParseError:
+        return Passthrough(sql)  # neither Flink's nor Spark's string rules read it: Spark's own error
+    if not tokens:
+        return Passthrough(sql)
     words = [t.text.upper() for t in tokens[:4]]
-    if not words:
-        raise ParseError("Empty statement.", statement=sql)
+    try:
+        return _parse_own(sql, tokens, words)
+    except SqlextError as exc:
+        if is_flink_form(tokens):
+            raise
+        if words[0] == "INSERT" or (words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens)):
+            return Passthrough(sql, guard=_insert_target(tokens), error=exc)
+        return Passthrough(sql)
+
+
+def _parse_own(sql: str, tokens: list[Token], words: list[str]) -> Statement:
+    """sqlext's statement, or Passthrough; raises when a statement sqlext reads does not parse."""
     by_tokens = _parse_by_tokens(sql, tokens, words)
     if by_tokens is not None:
         return by_tokens
-    like_at = top_level_like(tokens) if words[0] == "CREATE" else None
-    if like_at is not None:
-        return create_table_like(sql, tokens, like_at)
-    if words[0] in ("CREATE", "INSERT", "DROP", "DESCRIBE", "DESC", "USE", "ALTER"):
+    first = words[0]
+    if first == "CREATE":
+        return _create(sql, tokens)
+    if first in ("DESCRIBE", "DESC"):
+        start = 2 if words[1:2] == ["TABLE"] else 1
+        target = whole_name(tokens, start)
+        return Describe(sql, target) if target is not None else Passthrough(sql)
+    if first == "DROP":
+        return _drop(sql, tokens, words)
+    if first == "ALTER" and is_flink_form(tokens):
         return _from_tree(sql, parse_tree(sql))
-    if words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens):
-        return _from_tree(sql, parse_tree(sql))  # WITH cte AS (...) INSERT INTO ...
+    if first == "INSERT" or (first == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens)):
+        if _insert_target(tokens) is None:
+            return Passthrough(sql)  # INSERT INTO IDENTIFIER(...), OVERWRITE DIRECTORY, ...: Spark's
+        return _from_tree(sql, parse_tree(sql))  # [WITH cte AS (...)] INSERT INTO ...
     return Passthrough(sql)
 
 
+def _create(sql: str, tokens: list[Token]) -> Statement:
+    like_at = top_level_like(tokens)
+    if not is_flink_form(tokens):
+        plain = _plain_create_like(sql, tokens, like_at)
+        return plain if plain is not None else Passthrough(sql)
+    if like_at is not None:
+        return create_table_like(sql, tokens, like_at)
+    statement = _from_tree(sql, parse_tree(sql))
+    if isinstance(statement, Passthrough) and tokens[1].text.upper() in ("TABLE", "TEMPORARY"):
+        # Flink's own message: WITH (...) options without one that names the connector.
+        raise ValidationError(
+            "Table options do not contain an option key 'connector' for discovering a connector.",
+            statement=sql,
+            option="connector",
+        )
+    return statement
+
+
+def _plain_create_like(sql: str, tokens: list[Token], like_at: int | None) -> Statement | None:
+    """``CREATE TABLE [IF NOT EXISTS] b LIKE a`` and nothing else: Spark's form too (the session decides)."""
+    words = [t.text.upper() for t in tokens]
+    if like_at is None or words[:2] != ["CREATE", "TABLE"]:
+        return None
+    start = 5 if words[2:5] == ["IF", "NOT", "EXISTS"] else 2
+    if whole_name(tokens[:like_at], start) is None or whole_name(tokens, like_at + 1) is None:
+        return None
+    statement = create_table_like(sql, tokens, like_at)
+    from dataclasses import replace
+
+    return replace(statement, plain=True)
+
+
+def _drop(sql: str, tokens: list[Token], words: list[str]) -> Statement:
+    """``DROP [TEMPORARY] TABLE [IF EXISTS] name``, nothing more."""
+    temporary = words[1:2] == ["TEMPORARY"]
+    at = 2 if temporary else 1
+    if len(tokens) <= at or tokens[at].text.upper() != "TABLE":
+        if temporary:
+            raise ParseError(f"Expected DROP TEMPORARY TABLE [IF EXISTS] name, got: {sql}", statement=sql)
+        return Passthrough(sql)
+    at += 1
+    exists = [t.text.upper() for t in tokens[at : at + 2]] == ["IF", "EXISTS"]
+    target = whole_name(tokens, at + 2 if exists else at)
+    if target is None:
+        if temporary:
+            raise ParseError(f"Expected DROP TEMPORARY TABLE [IF EXISTS] name, got: {sql}", statement=sql)
+        return Passthrough(sql)
+    return DropTable(sql, target, exists, temporary)
+
+
+def _insert_target(tokens: list[Token]) -> TableIdentifier | None:
+    """The table an INSERT names after ``INTO|OVERWRITE [TABLE]``, or None."""
+    words = [t.text.upper() for t in tokens]
+    for index, word in enumerate(words[:-1]):
+        if word in ("INTO", "OVERWRITE"):
+            start = index + 2 if words[index + 1] == "TABLE" else index + 1
+            if words[start : start + 1] in (["DIRECTORY"], ["LOCAL"]):
+                return None  # INSERT OVERWRITE [LOCAL] DIRECTORY: no table
+            read = read_name(tokens, start)
+            calls = read is not None and read[1] < len(tokens) and tokens[read[1]].token_type == TokenType.L_PAREN
+            if read is None or (calls and read[0].name == "identifier" and not read[0].database):
+                return None  # IDENTIFIER(...) names the table
+            return read[0]
+    return None
+
+
 def _parse_by_tokens(sql: str, tokens: list[Token], words: list[str]) -> Statement | None:
-    """Statements read from tokens: SET/RESET (Flink's quoted form), SHOW ..., ALTER ... RESET, jobs."""
+    """Statements read from tokens: SET/RESET, SHOW ..., ALTER ... RESET, jobs."""
     first = words[0]
     if first == "SET":
-        if len(tokens) == 1:
-            return SetOption(sql)
-        if tokens[1].token_type == TokenType.STRING:
-            if len(tokens) != 4 or tokens[2].token_type != TokenType.EQ:
-                raise ParseError(f"Expected SET 'key' = 'value', got: {sql}", statement=sql)
-            return SetOption(sql, tokens[1].text, string_value(tokens[3], sql))
-        return Passthrough(sql)  # Spark's SET k=v
+        return _set(sql, tokens)
     if first == "RESET":
-        if len(tokens) == 1:
-            return ResetOption(sql)
-        if len(tokens) == 2:
-            return ResetOption(sql, string_value(tokens[1], sql))
-        raise ParseError(f"Expected RESET or RESET 'key', got: {sql}", statement=sql)
+        return _reset(sql, tokens)
     if words[:3] == ["SHOW", "CREATE", "TABLE"]:
-        return ShowCreateTable(sql, token_identifier(sql, tokens[3:]))
+        target = whole_name(tokens, 3)
+        return ShowCreateTable(sql, target) if target is not None else Passthrough(sql)
     if words[:2] == ["SHOW", "TABLES"]:
-        rest = tokens[2:]
-        if not rest:
-            return ShowTables(sql)
-        if rest[0].text.upper() in ("IN", "FROM") and len(rest) == 2:
-            return ShowTables(sql, rest[1].text.lower())
-        raise ParseError(f"Expected SHOW TABLES [IN database], got: {sql}", statement=sql)
+        return _show_tables(sql, tokens)
     if words[:2] == ["SHOW", "JOBS"]:
+        if len(tokens) != 2:
+            raise ParseError(f"Expected SHOW JOBS, got: {sql}", statement=sql)
         return ShowJobs(sql)
-    if words[:2] == ["STOP", "JOB"] and len(tokens) == 3:
+    if words[:2] == ["STOP", "JOB"]:
+        if len(tokens) != 3:
+            raise ParseError(f"Expected STOP JOB 'job id', got: {sql}", statement=sql)
         return StopJob(sql, string_value(tokens[2], sql))
-    if first == "ALTER" and any(t.text.upper() == "RESET" for t in tokens):
+    if words[:2] == ["ALTER", "TABLE"] and is_flink_form(tokens) and any(t.text.upper() == "RESET" for t in tokens):
         return _alter_reset(sql, tokens)
     return None
+
+
+def _set(sql: str, tokens: list[Token]) -> Statement:
+    """``SET`` (list), Flink's ``SET 'k' = 'v'``, Spark's ``SET k`` (show); any other SET is Spark's."""
+    if len(tokens) == 1:
+        return SetOption(sql)
+    if tokens[1].token_type in (TokenType.STRING, TokenType.UNICODE_STRING):
+        if len(tokens) != 4 or tokens[2].token_type != TokenType.EQ:
+            raise ParseError(f"Expected SET 'key' = 'value', got: {sql}", statement=sql)
+        return SetOption(sql, tokens[1].text, string_value(tokens[3], sql))
+    key = sql[tokens[0].end + 1 :].strip()
+    if key and "=" not in key and not key.startswith("-") and not any(c.isspace() for c in key):
+        return SetOption(sql, key.strip("`"))
+    return Passthrough(sql)  # Spark's SET k=v, SET -v, SET VAR, SET TIME ZONE ...
+
+
+def _reset(sql: str, tokens: list[Token]) -> ResetOption:
+    """``RESET``, Flink's ``RESET 'k'``, Spark's ``RESET k`` (the rest of the text is the key)."""
+    if len(tokens) == 1:
+        return ResetOption(sql)
+    if tokens[1].token_type in (TokenType.STRING, TokenType.UNICODE_STRING):
+        if len(tokens) != 2:
+            raise ParseError(f"Expected RESET or RESET 'key', got: {sql}", statement=sql)
+        return ResetOption(sql, string_value(tokens[1], sql), quoted=True)
+    return ResetOption(sql, sql[tokens[0].end + 1 :].strip().strip("`"))
+
+
+def _show_tables(sql: str, tokens: list[Token]) -> Statement:
+    """``SHOW TABLES [IN|FROM db] [[LIKE] 'pattern']``; any other shape is Spark's."""
+    rest, database, pattern = tokens[2:], None, None
+    if rest and rest[0].text.upper() in ("IN", "FROM") and len(rest) >= 2 and rest[1].token_type != TokenType.STRING:
+        read = read_name(rest, 1)
+        if read is None or read[0].catalog is not None or read[0].database:
+            return Passthrough(sql)  # a namespace of another catalog: Spark's
+        database, rest = read[0].name, rest[read[1] :]
+    if rest and rest[0].text.upper() == "LIKE":
+        rest = rest[1:]
+    if len(rest) == 1 and rest[0].token_type == TokenType.STRING:
+        pattern, rest = rest[0].text, []
+    return ShowTables(sql, database, pattern) if not rest else Passthrough(sql)
 
 
 def _alter_reset(sql: str, tokens: list[Token]) -> AlterTableOptions:
     words = [t.text.upper() for t in tokens]
     reset_at = words.index("RESET")
-    if words[1] != "TABLE" or reset_at < 3:
+    if words[1] != "TABLE" or reset_at < 3 or whole_name(tokens[:reset_at], 2) is None:
         raise ParseError(f"Expected ALTER TABLE name RESET ('key', ...), got: {sql}", statement=sql)
     keys_tokens = tokens[reset_at + 1 :]
     if (
@@ -142,13 +263,6 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
             return create_database(sql, tree)
     if isinstance(tree, exp.Insert) and not isinstance(tree.this, exp.Directory):  # Spark writes directories
         return _insert(sql, tree)
-    if isinstance(tree, exp.Drop) and (tree.args.get("kind") or "").upper() == "TABLE":
-        target = tree.this if isinstance(tree.this, exp.Table) else tree.args["tables"][0]
-        return DropTable(sql, table_identifier(target), bool(tree.args.get("exists")), bool(tree.args.get("temporary")))
-    if isinstance(tree, exp.Describe) and isinstance(tree.this, exp.Table):
-        return Describe(sql, table_identifier(tree.this))
-    if isinstance(tree, exp.Use):
-        return UseDatabase(sql, tree.this.name.lower())
     if isinstance(tree, exp.Alter):
         sets = [a for a in tree.args.get("actions") or [] if isinstance(a, exp.AlterSet)]
         options = {}
@@ -162,19 +276,20 @@ def _from_tree(sql: str, tree: exp.Expr) -> Statement:
     return Passthrough(sql)
 
 
-def _insert(sql: str, tree: exp.Insert) -> Insert:
+def _insert(sql: str, tree: exp.Insert) -> Statement:
     target = tree.this
     static: dict[str, str] = {}
     if isinstance(target, exp.Schema):
         target = target.this
+    if not isinstance(target, exp.Table) or not target.name:
+        return Passthrough(sql)  # INSERT OVERWRITE DIRECTORY, IDENTIFIER(...): Spark's
     partition = target.args.get("partition") if isinstance(target, exp.Table) else None
+    dynamic: list[str] = []
     for eq in partition.expressions if partition else []:
         if isinstance(eq, exp.EQ) and isinstance(eq.expression, exp.Literal):
             static[eq.this.name] = eq.expression.this
         else:
-            raise ValidationError(
-                f"Only static partitions (k='v') are supported in PARTITION (...): {sql}", statement=sql
-            )
+            dynamic.append(eq.name)  # Spark's dynamic partition; an error for a sqlext table
     query = tree.expression
     if query is None:
         raise ParseError(f"INSERT needs a query: {sql}", statement=sql)
@@ -182,4 +297,4 @@ def _insert(sql: str, tree: exp.Insert) -> Insert:
     if leading_with is not None and isinstance(query, exp.Query) and query.args.get("with_") is None:
         query = query.copy()
         query.set("with_", leading_with.copy())
-    return Insert(sql, table_identifier(target), query, static, bool(tree.args.get("overwrite")))
+    return Insert(sql, table_identifier(target), query, static, bool(tree.args.get("overwrite")), tuple(dynamic))

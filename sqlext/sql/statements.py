@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from sqlext.errors import SqlextError
 from sqlext.sql.syntax import table_identifier
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
@@ -20,7 +21,12 @@ class Statement:
 
 @dataclass(frozen=True)
 class Passthrough(Statement):
-    """Not sqlext's: Spark runs it unchanged."""
+    """Not sqlext's: Spark runs it unchanged. ``guard``: a table the statement writes to that sqlext could
+    not read the statement for (an ``INSERT`` it cannot parse); if that is a sqlext table, ``error`` is
+    raised instead, as Spark writing into it would bypass its sink."""
+
+    guard: TableIdentifier | None = None
+    error: SqlextError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,9 @@ class CreateTableLike(Statement):
     identifier: TableIdentifier
     like: TableIdentifier
     like_options: tuple[str, ...] = ()
+    #: Spark's form as well (``CREATE TABLE [IF NOT EXISTS] b LIKE a``, nothing else): Spark's unless ``a`` is
+    #: a sqlext table.
+    plain: bool = False
     if_not_exists: bool = False
     temporary: bool = False
     columns: tuple[Column, ...] = ()
@@ -84,17 +93,16 @@ class Describe(Statement):
 
 @dataclass(frozen=True)
 class ShowTables(Statement):
+    """``SHOW TABLES [IN|FROM db] [[LIKE] 'pattern']``: Spark's rows, with sqlext's temporary tables."""
+
     database: str | None = None
-
-
-@dataclass(frozen=True)
-class UseDatabase(Statement):
-    name: str
+    pattern: str | None = None
 
 
 @dataclass(frozen=True)
 class SetOption(Statement):
-    """``SET 'k' = 'v'``; both None: ``SET`` alone (list the options)."""
+    """``SET 'k' = 'v'``; both None: ``SET`` alone (list Spark's settings and sqlext's options); value None:
+    Spark's ``SET k`` (show one, wherever it lives)."""
 
     key: str | None = None
     value: str | None = None
@@ -102,9 +110,11 @@ class SetOption(Statement):
 
 @dataclass(frozen=True)
 class ResetOption(Statement):
-    """``RESET 'k'``; key None: ``RESET`` (all)."""
+    """``RESET 'k'`` (``quoted``) or Spark's ``RESET k``; key None: ``RESET`` (all). Resets Spark's settings
+    and sqlext's options alike."""
 
     key: str | None = None
+    quoted: bool = False
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,8 @@ class Insert(Statement):
     query: exp.Expr
     static_partitions: dict[str, str] = field(default_factory=dict)
     overwrite: bool = False
+    #: Partition columns named without a value (``PARTITION (dt)``): Spark's dynamic partitions.
+    dynamic_partitions: tuple[str, ...] = ()
 
     @property
     def query_sql(self) -> str:

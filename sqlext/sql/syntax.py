@@ -35,6 +35,8 @@ def parse_tree(sql: str) -> exp.Expr:
         tree = sqlglot.parse_one(sql, read=Flink)
     except SqlglotParseError as exc:
         raise parse_error(sql, exc) from None
+    except TokenError as exc:  # Spark's string escapes ('it\'s'): not Flink SQL
+        raise ParseError(f"Cannot read statement: {exc}", statement=sql) from None
     # U&'...' as the plain string it stands for: Spark SQL, which runs the queries, has no such literal.
     return tree.transform(
         lambda node: (

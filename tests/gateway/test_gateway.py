@@ -147,7 +147,8 @@ def test_pyhive_flink_ddl_bounded_insert_commits_partitions_that_queries_read(
     write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=3, rows_per_hour=40)
     with _connect(gateway) as connection:
         cursor = connection.cursor()
-        assert _rows(cursor, "CREATE DATABASE IF NOT EXISTS gw_py") == [("OK",)]
+        assert _rows(cursor, "CREATE DATABASE IF NOT EXISTS gw_py") == []  # as Spark's: no rows
+        assert [column[0] for column in cursor.description] == ["Result"]
         cursor.execute(_source_ddl("gw_py", "events_in", tmp_path / "in"))
         cursor.execute(_hourly_sink_ddl("gw_py", "events", tmp_path / "out"))
         cursor.execute("SET 'pipeline.name' = 'gw_py_bounded'")
@@ -193,7 +194,7 @@ def test_a_bad_statement_is_a_hiveserver2_error_with_sqlexts_message_and_harms_n
 ) -> None:
     with _connect(gateway) as first, _connect(gateway) as second:
         one, two = first.cursor(), second.cursor()
-        assert _rows(one, "CREATE DATABASE IF NOT EXISTS gw_err") == [("OK",)]
+        assert _rows(one, "CREATE DATABASE IF NOT EXISTS gw_err") == []
         with pytest.raises(OperationalError) as bad_option:
             one.execute("CREATE TABLE gw_err.bad (a INT) WITH ('connector' = 'datagen', 'rows-per-secnd' = '1')")
         status = _error_of(bad_option)
@@ -226,8 +227,8 @@ def test_set_options_and_current_database_belong_to_each_session(gateway: Runnin
         assert _rows(one, "SELECT current_database()") == [("gw_set",)]
         assert _rows(two, "SELECT current_database()") == [("default",)]
         one.execute("CREATE TEMPORARY TABLE gw_set.mine (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '1')")
-        assert ("gw_set", "mine") in _rows(one, "SHOW TABLES IN gw_set")
-        assert ("gw_set", "mine") not in _rows(two, "SHOW TABLES IN gw_set")
+        assert ("gw_set", "mine", True) in _rows(one, "SHOW TABLES IN gw_set")
+        assert ("gw_set", "mine", True) not in _rows(two, "SHOW TABLES IN gw_set")
     with _connect(gateway, database="gw_set", configuration={"execution.runtime-mode": "batch"}) as third:
         cursor = third.cursor()
         assert _rows(cursor, "SELECT current_database()") == [("gw_set",)]
@@ -415,10 +416,11 @@ def _beeline(gateway: RunningGateway, statements: str, url_suffix: str = "") -> 
 
 
 def _tables(output: str) -> list[list[list[str]]]:
-    """beeline's csv2 output as one list of rows per result (each begins with its header)."""
+    """beeline's csv2 output as one list of rows per result (each begins with its header; a DDL statement's
+    result is the header ``Result`` alone, as from Spark's Thrift server)."""
     results: list[list[list[str]]] = []
     for row in csv.reader(io.StringIO(output)):
-        if row and row[0] in ("result", "job_id", "hr", "key"):
+        if row and row[0] in ("result", "Result", "job_id", "hr", "key"):
             results.append([row])
         elif row and results:
             results[-1].append(row)

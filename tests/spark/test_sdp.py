@@ -17,9 +17,9 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.paths import pyspark_jars_dir
 from sqlext.sql.parser import parse_statements
-from sqlext.sql.statements import CreateDatabase, CreateTable
+from sqlext.sql.statements import CreateTable
 from tests.support.streams import write_hourly_events
-from tests.support.tables import assert_partitions_committed
+from tests.support.tables import assert_partitions_committed, created_database
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
 
@@ -43,8 +43,9 @@ def test_spark_pipelines_run_commits_partitions_through_the_sqlext_sink(
     project = _project(tmp_path)
     catalog = Catalog(hms)
     for statement in parse_statements((project / "setup.sql").read_text()):
-        if isinstance(statement, CreateDatabase):
-            catalog.create_database(statement.name, if_not_exists=True)
+        database = created_database(statement)
+        if database:
+            catalog.create_database(database, if_not_exists=True)
         elif isinstance(statement, CreateTable):
             catalog.create_table(statement.table, if_not_exists=True)
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=20)

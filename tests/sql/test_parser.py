@@ -22,7 +22,6 @@ from sqlext.sql.statements import (
     SetOption,
     ShowCreateTable,
     ShowTables,
-    UseDatabase,
 )
 from sqlext.sql.types import hive_type, normalize, spark_type
 from sqlext.table import Column, TableIdentifier, Watermark
@@ -171,11 +170,18 @@ STATEMENTS = [
     ("DESC t", Describe("", TableIdentifier("", "t"))),
     ("SHOW TABLES", ShowTables("")),
     ("SHOW TABLES IN d", ShowTables("", "d")),
-    ("USE d", UseDatabase("", "d")),
+    ("SHOW TABLES FROM d LIKE 'a*|b*'", ShowTables("", "d", "a*|b*")),
+    ("SHOW TABLES 'p*'", ShowTables("", None, "p*")),
     ("SET", SetOption("")),
+    ("SET spark.sql.shuffle.partitions", SetOption("", "spark.sql.shuffle.partitions")),
     ("SET 'execution.runtime-mode' = 'batch'", SetOption("", "execution.runtime-mode", "batch")),
     ("RESET", ResetOption("")),
-    ("RESET 'pipeline.name'", ResetOption("", "pipeline.name")),
+    ("RESET 'pipeline.name'", ResetOption("", "pipeline.name", quoted=True)),
+    ("RESET spark.sql.shuffle.partitions", ResetOption("", "spark.sql.shuffle.partitions")),
+    (
+        "CREATE TABLE IF NOT EXISTS d.b LIKE d.a",
+        CreateTableLike("", TableIdentifier("d", "b"), TableIdentifier("d", "a"), plain=True, if_not_exists=True),
+    ),
 ]
 
 
@@ -189,7 +195,36 @@ def test_sqlext_statements(sql: str, expected: object) -> None:
 PASSTHROUGH = [
     "SELECT 1",
     "SET spark.sql.shuffle.partitions=4",
+    "SET -v",
+    "SET VAR v = 1",
+    "SET TIME ZONE 'UTC'",
     "SHOW DATABASES",
+    "USE d",
+    "USE NAMESPACE d",
+    "USE IDENTIFIER('a' || 'b')",
+    "CREATE DATABASE d",
+    "CREATE SCHEMA IF NOT EXISTS s",
+    "SHOW CREATE TABLE t AS SERDE",
+    "SHOW TABLES IN spark_catalog.d",
+    "SHOW TABLE EXTENDED IN d LIKE 't'",
+    "CREATE TABLE b LIKE a USING parquet",
+    "CREATE TABLE t (a INT) USING parquet OPTIONS (a '1') TBLPROPERTIES (t 'x')",
+    "CREATE TABLE t (a INT) USING parquet TBLPROPERTIES ('connector' = 'filesystem')",
+    "CREATE TABLE t (a STRING COMMENT 'it\\'s') USING parquet",
+    "DESC t col",
+    "DESC EXTENDED t",
+    "DESC QUERY SELECT 1",
+    "DESC IDENTIFIER('t')",
+    "DROP TABLE t PURGE",
+    "DROP TABLE IDENTIFIER('t')",
+    "ALTER TABLE t SET TBLPROPERTIES ('a' = '1')",
+    "ALTER TABLE t PARTITION (p = 1) RENAME TO PARTITION (p = 2)",
+    "INSERT INTO IDENTIFIER('t') VALUES (1)",
+    "INSERT OVERWRITE DIRECTORY '/tmp/x' USING parquet SELECT 1",
+    "SELECT 1 /* never closed",
+    "SELECT 'unterminated",
+    "DROP TABLE IF EXISTS",
+    "SHOW CREATE TABLE 'x'",
     "CREATE TABLE plain (a INT) USING parquet",
     "CREATE TABLE hive_plain (a INT) STORED AS ORC",
     "CREATE VIEW v AS SELECT 1",
@@ -257,13 +292,11 @@ MALFORMED = [
     ("CREATE TABLE t (a INT WITH ('connector' = 'datagen')", 1, "Expected: CREATE [TEMPORARY] TABLE"),
     ("CREATE TABLE t (a FOO) WITH ('connector' = 'datagen')", 1, "near 'FOO'"),
     ("CREATE DATABASE WITH ('k' = 'v')", 1, "Expected: CREATE DATABASE [IF NOT EXISTS] name"),
-    ("INSERT INTO t PARTITION (dt = ) SELECT 1", 1, "Expected: [WITH ...] INSERT INTO|OVERWRITE"),
-    ("DROP TABLE IF EXISTS", 1, "Expected: DROP [TEMPORARY] TABLE"),
     ("ALTER TABLE t SET ('k' = )", 1, "Expected: ALTER TABLE [db.]table SET"),
     ("CREATE TABLE t (\n  a INT,\n  b STRING STRING\n) WITH ('connector' = 'datagen')", 3, "near 'STRING'"),
     ("CREATE TABLE t (a INT) WITH ('connector' = 'datagen') LIKE base (INCLUDING NOTHING)", None, "INCLUDING NOTHING"),
     ("SET 'a' = 'b' 'c'", None, "Expected SET 'key' = 'value'"),
-    ("SHOW TABLES FROM a b", None, "Expected SHOW TABLES [IN database]"),
+    ("ALTER TABLE t RESET 'k'", None, "Expected ALTER TABLE name RESET ('key', ...)"),
 ]
 
 
@@ -286,6 +319,7 @@ def test_malformed_statements_name_statement_position_and_what_is_allowed(
     [
         ("CREATE TABLE t (a TIMESTAMP(3) WITH TIME ZONE) WITH ('connector' = 'datagen')", "Column 'a'"),
         ("CREATE TABLE t (a INT) WITH ('connector' = 1)", "Option 'connector' must have a quoted string value"),
+        ("CREATE TABLE t (a INT) WITH ('k' = 'v')", "do not contain an option key 'connector'"),
     ],
 )
 def test_invalid_parts_of_a_statement_are_named(sql: str, named: str) -> None:
@@ -311,3 +345,16 @@ def test_string_literals_follow_flinks_rules_a_backslash_is_itself_and_unicode_s
     assert parse_statement(r"SET 'csv.x' = '\t'") == SetOption(r"SET 'csv.x' = '\t'", "csv.x", "\\t")
     # Spark's own statements with Spark's escapes still pass through.
     assert isinstance(parse_statement(r"SELECT 'it\'s'"), Passthrough)
+
+
+def test_spark_forms_sqlext_shares_leave_the_decision_to_the_session() -> None:
+    """A dynamic partition is Spark's unless the table is sqlext's; an INSERT sqlext cannot read keeps its
+    target, so that the session refuses it for a sqlext table rather than let Spark write there."""
+    dynamic = parse_statement("INSERT INTO t PARTITION (p) SELECT 1, 'x'")
+    assert isinstance(dynamic, Insert) and dynamic.dynamic_partitions == ("p",)
+    unread = parse_statement(r"INSERT INTO db.t VALUES ('it\'s')")
+    assert isinstance(unread, Passthrough) and unread.guard == TableIdentifier("db", "t")
+    assert isinstance(unread.error, ParseError)
+    malformed = parse_statement("INSERT INTO t PARTITION (dt = ) SELECT 1")
+    assert isinstance(malformed, Passthrough) and malformed.guard == TableIdentifier("", "t")
+    assert malformed.error is not None and "Expected: [WITH ...] INSERT INTO|OVERWRITE" in malformed.error.message

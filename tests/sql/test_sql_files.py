@@ -12,10 +12,11 @@ from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.sql.ddl import show_create_table
 from sqlext.sql.parser import parse_statement, parse_statements
-from sqlext.sql.statements import CreateDatabase, CreateTable
+from sqlext.sql.statements import CreateTable
 from sqlext.sql.types import hive_type
 from sqlext.table import TableDefinition, TableIdentifier
 from tests.support.services import spark_own_sql
+from tests.support.tables import created_database
 
 pytestmark = [pytest.mark.hms]
 
@@ -55,8 +56,9 @@ def test_tables_of_each_file_round_trip_through_the_metastore(sql_file: Path, hm
     assert creates, f"{sql_file.name} creates no table"
     writer = Catalog(hms)
     for statement in statements:
-        if isinstance(statement, CreateDatabase):
-            writer.create_database(statement.name, if_not_exists=True)
+        database = created_database(statement)
+        if database:
+            writer.create_database(database, if_not_exists=True)
     declared_tables = [_in_default_database(create.table) for create in creates]
     for table in declared_tables:
         writer.create_table(table, if_not_exists=True)

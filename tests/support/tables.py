@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sqlglot import exp
+
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.sql.statements import CreateDatabase, Passthrough, Statement
+from sqlext.sql.syntax import parse_tree
 from sqlext.table import Column, TableDefinition, TableIdentifier
+
+
+def created_database(statement: Statement) -> str | None:
+    """The database a ``CREATE DATABASE`` creates, whether sqlext reads it (with Flink's options) or it
+    goes to Spark as written; None for any other statement."""
+    if isinstance(statement, CreateDatabase):
+        return statement.name
+    if isinstance(statement, Passthrough):
+        tree = parse_tree(statement.sql)
+        if isinstance(tree, exp.Create) and tree.args.get("kind") in ("DATABASE", "SCHEMA"):
+            return tree.this.name.lower()
+    return None
 
 
 def events_table(database: str, name: str, path: Path, **options: str) -> TableDefinition:

@@ -1,0 +1,100 @@
+"""Which statements are sqlext's: the rule that keeps an extended session transparent to Spark SQL.
+
+A statement is sqlext's only if it is unambiguously one of sqlext's own statements: a form only Flink SQL
+has (:func:`is_flink_form`), or a statement Spark shares whose exact shape sqlext reads (``SHOW CREATE TABLE
+t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t ...``, ``CREATE TABLE b LIKE a``), which the session
+then answers only when ``t`` is a sqlext table. Everything else, including whatever sqlext's parser cannot
+read, goes to Spark untouched. A Flink-only form that does not parse is sqlext's error (Spark would only
+report a syntax error where sqlext can say what is allowed); any other statement that does not parse is
+Spark's to answer.
+
+The readers here work on tokens and are strict on purpose: a name followed by anything they do not expect
+(``AS SERDE``, a column, ``PURGE``, ``IDENTIFIER(...)``) makes the statement Spark's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlglot.tokens import Token, TokenType
+
+from sqlext.table import TableIdentifier
+
+#: Table properties of Flink's Hive streaming sink DDL (Hive dialect); they make ``CREATE TABLE`` sqlext's.
+HIVE_STREAMING_PREFIXES = ("sink.partition-commit.", "partition.time-extractor.", "sink.rolling-policy.")
+LIKE_STRATEGIES = ("INCLUDING", "EXCLUDING", "OVERWRITING")
+_STRINGS = (TokenType.STRING, TokenType.UNICODE_STRING)
+
+
+def _top_level(tokens: Sequence[Token]) -> list[tuple[int, Token]]:
+    """The tokens outside parentheses, with their index."""
+    depth, found = 0, []
+    for index, token in enumerate(tokens):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0:
+            found.append((index, token))
+    return found
+
+
+def _followed_by_paren(tokens: Sequence[Token], index: int) -> bool:
+    return index + 1 < len(tokens) and tokens[index + 1].token_type == TokenType.L_PAREN
+
+
+def is_flink_form(tokens: Sequence[Token]) -> bool:
+    """True for a statement only Flink SQL has (Spark rejects it): ``SET 'k' = 'v'``, ``RESET 'k'``,
+    ``SHOW JOBS``, ``STOP JOB``, ``DROP TEMPORARY TABLE``, ``ALTER TABLE t SET|RESET (...)``, and a
+    ``CREATE`` with ``WITH (...)`` options, a watermark, ``LIKE base (INCLUDING ...)`` or the Hive
+    streaming sink's table properties."""
+    words = [t.text.upper() for t in tokens]
+    if len(tokens) < 2:
+        return False
+    if words[0] in ("SET", "RESET"):
+        return tokens[1].token_type in _STRINGS
+    if words[:2] in (["SHOW", "JOBS"], ["STOP", "JOB"]) or words[:3] == ["DROP", "TEMPORARY", "TABLE"]:
+        return True
+    if words[:2] == ["ALTER", "TABLE"]:  # Spark's are SET TBLPROPERTIES (...) and UNSET; RESET is Flink's
+        return any(
+            word == "RESET" or (word == "SET" and _followed_by_paren(tokens, index))
+            for index, word in ((i, t.text.upper()) for i, t in _top_level(tokens))
+        )
+    if words[0] != "CREATE":
+        return False
+    # WITH (...) anywhere: an unbalanced column list must not hide it (Spark has no "WITH (").
+    if any(word == "WITH" and _followed_by_paren(tokens, i) for i, word in enumerate(words)):
+        return True
+    top = [(i, t.text.upper()) for i, t in _top_level(tokens)]
+    if "WATERMARK" in words:
+        return True
+    like = next((i for i, word in top if word == "LIKE"), None)
+    if like is not None and any(word in LIKE_STRATEGIES for word in words[like:]):
+        return True
+    return any(t.token_type in _STRINGS and t.text.startswith(HIVE_STREAMING_PREFIXES) for t in tokens)
+
+
+def _is_name(token: Token) -> bool:
+    return token.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
+        token.token_type not in _STRINGS and token.text.replace("_", "").isalnum()
+    )
+
+
+def read_name(tokens: Sequence[Token], start: int) -> tuple[TableIdentifier, int] | None:
+    """``[catalog.][database.]name`` at ``tokens[start]``, and the index after it; None if there is none."""
+    parts: list[str] = []
+    index = start
+    while index < len(tokens) and _is_name(tokens[index]) and len(parts) < 3:
+        parts.append(tokens[index].text)
+        index += 1
+        if index == len(tokens) or tokens[index].token_type != TokenType.DOT:
+            name, database = parts[-1].lower(), parts[-2].lower() if len(parts) > 1 else ""
+            return TableIdentifier(database, name, parts[0] if len(parts) == 3 else None), index
+        index += 1
+    return None
+
+
+def whole_name(tokens: Sequence[Token], start: int) -> TableIdentifier | None:
+    """The name at ``tokens[start]`` if nothing follows it."""
+    read = read_name(tokens, start)
+    return read[0] if read is not None and read[1] == len(tokens) else None
