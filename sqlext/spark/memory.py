@@ -8,7 +8,11 @@ errors ends the JVM with exit code 52, and what Python sees next is py4j losing 
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 #: Spark's exit code for an uncaught ``OutOfMemoryError`` (``SparkExitCode.OOM``).
 OOM_EXIT_CODE = 52
@@ -74,3 +78,18 @@ def jvm_ended() -> bool:
 
     proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
     return proc is not None and proc.poll() is not None
+
+
+def quiet_threads_once_the_jvm_ended() -> None:
+    """Threads still talking to a JVM that ended fail with py4j errors; their tracebacks, printed after the
+    message that says why the JVM ended, would bury it. From now on, a thread that fails once the JVM has
+    ended is only logged at debug; before that, threads fail as they always do."""
+    previous = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if jvm_ended():
+            log.debug("thread %s failed after Spark's JVM ended: %r", getattr(args.thread, "name", "?"), args.exc_value)
+            return
+        previous(args)
+
+    threading.excepthook = hook

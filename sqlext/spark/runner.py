@@ -69,6 +69,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
     spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
     spark.sparkContext.setLogLevel("ERROR")
     session = spark._sqlext_session  # type: ignore[attr-defined]
+    memory.quiet_threads_once_the_jvm_ended()
     started: list[str] = []
     try:
         for number, statement in enumerate(split_statements(text), start=1):

@@ -160,6 +160,17 @@ def test_idle_timeout_commits_partitions_behind_the_wall_clock_without_a_waterma
     assert [p.path for p in ready] == ["dt=2026-11-22/hr=09"], "hour 23 is still ahead of the wall clock"
 
 
+def test_a_batch_longer_than_the_idle_timeout_is_not_idle_itself() -> None:
+    extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
+    trigger = PartitionTimeTrigger(timedelta(hours=1), extractor, ["dt", "hr"], "UTC", timedelta(seconds=1))
+    started_at = _ms(datetime.fromisoformat("2026-11-22T12:00:00+00:00"))
+    arrived_at = started_at + 600_000  # the batch took ten minutes
+    trigger.add([("dt=2026-11-22/hr=09", ["2026-11-22", "09"])], now_ms=started_at, arrived_ms=arrived_at)
+    assert trigger.state.pending["dt=2026-11-22/hr=09"].first_seen_ms == started_at
+    assert trigger.ready(None, now_ms=arrived_at + 500) == [], "its own data just arrived"
+    assert [p.path for p in trigger.ready(None, now_ms=arrived_at + 1_000)] == ["dt=2026-11-22/hr=09"]
+
+
 def test_trigger_state_round_trips_through_json() -> None:
     trigger = ProcessTimeTrigger(timedelta(0))
     trigger.add([("dt=a/hr=1", ["a", "1"])], now_ms=42)

@@ -104,7 +104,7 @@ class PartitionCommitter:
         with self._lock:
             now_ms = int(time.time() * 1000)
             if entry is not None:
-                self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms)
+                self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms, arrived_ms=now_ms)
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
             if ready:
                 try:

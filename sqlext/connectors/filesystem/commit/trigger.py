@@ -75,12 +75,14 @@ class PartitionCommitTrigger(ABC):
         self.delay = delay
         self.state = state or TriggerState()
 
-    def add(self, partitions: Iterable[tuple[str, Sequence[str]]], now_ms: int) -> None:
-        """Record partitions written by a batch (a re-add keeps the first-seen time)."""
+    def add(self, partitions: Iterable[tuple[str, Sequence[str]]], now_ms: int, arrived_ms: int | None = None) -> None:
+        """Record partitions written by a batch that started at ``now_ms`` (their first-seen time; a re-add
+        keeps the first) and whose data reached the committer at ``arrived_ms`` (default ``now_ms``): the
+        idle timeout counts from there, so a batch that ran longer than the timeout is not idle itself."""
         for path, values in partitions:
             if path not in self.state.pending:
                 self.state.pending[path] = PendingPartition(path, list(values), now_ms)
-            self.state.last_data_ms = max(self.state.last_data_ms, now_ms)
+            self.state.last_data_ms = max(self.state.last_data_ms, now_ms if arrived_ms is None else arrived_ms)
 
     def committed(self, paths: Iterable[str]) -> None:
         for path in paths:
