@@ -24,6 +24,7 @@ import pytest
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
+from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
 from tests.support.stores import HdfsCluster, s3a_jars
@@ -37,40 +38,53 @@ ROWS_PER_HOUR = 30
 PARTITIONS = [f"dt=2026-11-22/hr={h:02d}" for h in range(HOURS)]
 
 
-def _job(database: str, input_dir: Path, table_uri: str) -> str:
+def _job(database: str, input_dir: Path, table_uri: str, sink_options: str = "") -> str:
     """Hourly event files streamed one per micro-batch into a table partitioned by day and hour."""
     return f"""
 CREATE DATABASE IF NOT EXISTS {database};
-CREATE TABLE {database}.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
+CREATE TABLE IF NOT EXISTS {database}.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
 WITH ('connector' = 'filesystem', 'path' = '{input_dir.as_uri()}', 'format' = 'parquet',
       'source.max-files-per-trigger' = '1');
-CREATE TABLE {database}.events (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), dt STRING, hr STRING)
+CREATE TABLE IF NOT EXISTS {database}.events (
+  id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), dt STRING, hr STRING)
 PARTITIONED BY (dt, hr)
 WITH ('connector' = 'filesystem', 'path' = '{table_uri}', 'format' = 'parquet',
       'sink.partition-commit.trigger' = 'partition-time', 'sink.partition-commit.delay' = '1 h',
       'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
-      'sink.partition-commit.policy.kind' = 'metastore,success-file');
+      'sink.partition-commit.policy.kind' = 'metastore,success-file' {sink_options});
 INSERT INTO {database}.events
 SELECT id, user_id, amount, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM {database}.src;
 """
 
 
-def _sqlext(args: list[str], conf: dict[str, str], home: Path) -> subprocess.CompletedProcess[str]:
+def _sqlext(
+    args: list[str], conf: dict[str, str], home: Path, fault: str | None = None
+) -> subprocess.CompletedProcess[str]:
     flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
     env = {**os.environ, "SQLEXT_HOME": str(home), "PYTHONPATH": str(REPO)}
     env.pop("SQLEXT_FAULT", None)
+    if fault:
+        env["SQLEXT_FAULT"] = fault
     command = [sys.executable, "-m", "sqlext.cli", *args, *flags]
     return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 def _start_job(
-    tmp_path: Path, database: str, table_uri: str, metastore: MetastoreSettings, storage_conf: dict[str, str]
+    tmp_path: Path,
+    database: str,
+    table_uri: str,
+    metastore: MetastoreSettings,
+    storage_conf: dict[str, str],
+    fault: str | None = None,
+    sink_options: str = "",
 ) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
-    """Run the job with ``sqlext run``; return the conf it ran with (for ``sqlext commits``) and the run."""
-    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+    """Run the job with ``sqlext run`` (its input written the first time; ``fault``: ``SQLEXT_FAULT``);
+    return the conf it ran with (for ``sqlext commits``) and the run."""
+    if not (tmp_path / "input").is_dir():
+        write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
     job = tmp_path / "job.sql"
-    job.write_text(_job(database, tmp_path / "input", table_uri))
+    job.write_text(_job(database, tmp_path / "input", table_uri, sink_options))
     conf = {
         "spark.master": "local[2]",
         "spark.ui.enabled": "false",
@@ -79,7 +93,7 @@ def _start_job(
         "spark.sqlext.checkpoint.root": (tmp_path / "checkpoints").as_uri(),
         **storage_conf,
     }
-    return conf, _sqlext(["run", str(job)], conf, tmp_path / "home")
+    return conf, _sqlext(["run", str(job)], conf, tmp_path / "home", fault)
 
 
 def _run_insert(
@@ -193,6 +207,49 @@ def test_a_streaming_insert_into_s3_commits_every_row_once_and_its_partitions_in
     assert data_puts == sum(data_files.values())
     _report(requests, data_files, copies, put_bytes)
     assert [r for r in requests if r.status >= 500] == []
+
+
+@pytest.mark.s3
+def test_a_driver_killed_between_two_moves_on_s3_then_restarted_commits_every_row_once(
+    s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    bucket, prefix = "sqlext-crash", "warehouse/events"
+    s3_server.create_bucket(bucket)
+    table_uri = f"s3a://{bucket}/{prefix}"
+    two_files = ", 'sink.parallelism' = '2'"  # two files in the batch, so the kill falls between their moves
+    storage = _s3a_conf(s3_server)
+
+    _, crashed = _start_job(tmp_path, "crash_s3_db", table_uri, store_metastore, storage, "mid-move@1", two_files)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr[-4000:]
+    assert "fault point 'mid-move' reached (batch 1)" in crashed.stderr
+    conf, finished = _start_job(tmp_path, "crash_s3_db", table_uri, store_metastore, storage, None, two_files)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+
+    objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
+    assert _s3_rows(s3_server, bucket, prefix) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
+    log = _commit_log(table_uri, conf, tmp_path / "home")
+    with MetastoreClient(store_metastore.uri) as hms:
+        _assert_committed(hms, "crash_s3_db", table_uri, objects, log)
+
+
+@pytest.mark.s3
+def test_an_insert_without_s3_credentials_fails_naming_the_path_and_the_keys_before_writing(
+    s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    bucket, prefix = "sqlext-no-keys", "warehouse/events"
+    s3_server.create_bucket(bucket)
+    table_uri = f"s3a://{bucket}/{prefix}"
+    # The metastore has the keys (the table is created); Spark has none.
+    conf = {k: v for k, v in _s3a_conf(s3_server).items() if not k.endswith(("access.key", "secret.key"))}
+
+    _, failed = _start_job(tmp_path, "no_keys_db", table_uri, store_metastore, conf)
+
+    assert failed.returncode == 1, failed.stderr[-4000:]
+    message = failed.stderr
+    assert f"Cannot reach {table_uri}: no credentials for the bucket '{bucket}'" in message
+    assert "spark.hadoop.fs.s3a.access.key" in message and "Nothing was written" in message
+    written = [key for key in s3_server.objects(bucket, prefix) if not key.endswith("/")]
+    assert written == [], "nothing of the insert in the bucket"
 
 
 def _report(requests: list[S3Request], data: dict[str, int], copies: list[S3Request], put_bytes: int) -> None:
