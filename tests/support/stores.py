@@ -24,7 +24,7 @@ from tests.support.s3_server import S3Server, start_server, stop_server
 from tests.support.waiting import free_port, wait_for
 
 #: S3A for pyspark's Hadoop 3.5.0. hadoop-aws depends on the AWS SDK's ``bundle`` (686 MB, every AWS service
-#: shaded in); S3A needs only the S3 and STS clients, so the bundle is replaced by those modules (15 MB in all).
+#: shaded in); S3A needs only the S3 and STS clients, so the bundle is replaced by those modules (13 MB in all).
 #: What pyspark already ships (Hadoop's client jars, netty, the Apache HTTP client, commons-codec, slf4j) is left
 #: out, so one version of each is on the class path.
 AWS_SDK_VERSION = "2.35.4"  # the version hadoop-aws 3.5.0 is built with
