@@ -29,6 +29,9 @@ METASTORE_DRIVER_JAR = PREFIX + "metastore.jdbc-driver-jar"
 METASTORE_RETRY_DEADLINE = PREFIX + "metastore.retry.deadline"
 METASTORE_HADOOP_PREFIX = PREFIX + "metastore.hadoop."
 METASTORE_HADOOP_CONF_DIR = PREFIX + "metastore.hadoop-conf-dir"
+METASTORE_CLASSPATH = PREFIX + "metastore.classpath"
+#: Spark keys that put jars (a filesystem's: hadoop-aws for s3a://) on the driver's class path.
+CLASSPATH_KEYS = frozenset({"spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"})
 WAREHOUSE = PREFIX + "warehouse"
 CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
 SESSION_PREFIX = PREFIX + "session."
@@ -47,6 +50,8 @@ KEYS: dict[str, str] = {
     METASTORE_HADOOP_PREFIX + "<key>": "A Hadoop setting of the embedded metastore (its core-site.xml), e.g. "
     "spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./data=hdfs://nn/data.",
     METASTORE_HADOOP_CONF_DIR: "Hadoop conf dir of the embedded metastore (default $HADOOP_CONF_DIR).",
+    METASTORE_CLASSPATH: "Extra class path of the embedded metastore (entries joined by ':', a dir/* takes its jars): "
+    "the filesystem jars its table locations need, e.g. hadoop-aws and the AWS SDK for s3a:// tables.",
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
     CHECKPOINT_ROOT: (
         "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."

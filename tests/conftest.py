@@ -1,1 +1,7 @@
-pytest_plugins = ["tests.support.services", "tests.support.cluster", "tests.support.flink", "tests.support.kafka"]
+pytest_plugins = [
+    "tests.support.services",
+    "tests.support.cluster",
+    "tests.support.flink",
+    "tests.support.kafka",
+    "tests.support.stores",
+]

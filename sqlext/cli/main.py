@@ -13,7 +13,7 @@ from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.cli import thriftserver
 from sqlext.cli.thriftserver import ThriftServerSettings
-from sqlext.config import METASTORE_URIS, SqlextConfig
+from sqlext.config import CLASSPATH_KEYS, METASTORE_URIS, SqlextConfig
 from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
@@ -103,7 +103,8 @@ def _reach_storage(location: str, command_conf: Mapping[str, str]) -> None:
 
     builder = SparkSession.builder.master("local[1]").appName("sqlext-storage").config("spark.ui.enabled", "false")
     for key, value in conf.items():
-        if key.startswith(arrowfs.HADOOP_PREFIX):
+        # The storage's jars (hadoop-aws for s3a://) come with the same keys as for ``sqlext run``.
+        if key.startswith(arrowfs.HADOOP_PREFIX) or key in CLASSPATH_KEYS:
             builder = builder.config(key, value)
     builder.getOrCreate().sparkContext.setLogLevel("ERROR")
 

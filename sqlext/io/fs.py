@@ -43,6 +43,9 @@ from sqlext.errors import ConfigError
 
 #: Environment variable forcing a backend: ``auto`` (default), ``hadoop`` or ``pyarrow``.
 BACKEND_ENV = "SQLEXT_FS"
+#: Object stores whose objects appear whole on close (a PUT is atomic) and whose rename is a copy + delete:
+#: sqlext's own small files are written there in one PUT, not as a temp file renamed.
+WHOLE_OBJECT_SCHEMES = frozenset({"s3a", "s3", "gs"})
 BACKENDS = ("auto", "hadoop", "pyarrow")
 
 
@@ -178,8 +181,12 @@ class FileSystem:
         return self.read_bytes(uri).decode("utf-8")
 
     def write_bytes(self, uri: str, data: bytes) -> None:
-        """Write a whole file atomically where rename is atomic: a hidden temp file, then a rename."""
+        """Write a whole file atomically: on an object store one PUT (an object appears whole or not at all;
+        a rename there is a copy), elsewhere a hidden temp file, then a rename."""
         target = self._uri(uri)
+        if urlparse(target).scheme in WHOLE_OBJECT_SCHEMES:
+            self._backend.write_new(target, data)
+            return
         parent, _, name = target.rpartition("/")
         temp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
         self._backend.write_new(temp, data)

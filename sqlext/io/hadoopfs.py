@@ -23,6 +23,7 @@ from typing import Any
 
 _CHECKSUM = re.compile(r"^\..*\.crc$")
 _NOT_FOUND = "java.io.FileNotFoundException"
+_ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
 
 
 def active_hadoop_conf() -> tuple[Any, Any] | None:
@@ -160,10 +161,15 @@ class HadoopBackend:
         if self.kind(target) == "dir":
             # Hadoop moves a source *into* an existing directory; a POSIX rename refuses.
             raise IsADirectoryError(f"Cannot rename {source} to {target}: the target is a directory")
-        with java_errors(f"Cannot rename {source} to {target}"):
-            fs.mkdirs(dst.getParent())
-            if fs.rename(src, dst):
-                return
+        try:
+            with java_errors(f"Cannot rename {source} to {target}"):
+                fs.mkdirs(dst.getParent())
+                if fs.rename(src, dst):
+                    return
+        except OSError as exc:
+            # S3A raises where HDFS returns False for an existing target: both are replaced below.
+            if _ALREADY_EXISTS not in str(exc):
+                raise
         source_kind, target_kind = self.kind(source), self.kind(target)
         if source_kind is None:
             raise FileNotFoundError(f"Cannot rename {source} to {target}: the source does not exist")

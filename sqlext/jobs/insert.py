@@ -36,6 +36,7 @@ from sqlext import config as cfg
 from sqlext.errors import ValidationError
 from sqlext.frames import StatementResult
 from sqlext.io.fs import FileSystem, join, normalize
+from sqlext.io.reach import check_reachable
 from sqlext.jobs.checkpoint import (
     START_OPTION,
     STARTED,
@@ -117,6 +118,8 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     """Run an INSERT statement on an extended session (see the module docstring)."""
     spark: SparkSession = session.spark
     sink = session.catalog.get_table(statement.target)
+    if (table_path := _table_path(sink)) is not None:
+        check_reachable(FileSystem(table_path), table_path)  # a wrong bucket or no credentials: named, nothing written
     mode = runtime_mode(session.options)
     if statement.overwrite and mode == STREAMING:
         raise ValidationError(

@@ -74,6 +74,8 @@ class MetastoreSettings:
     hadoop: tuple[tuple[str, str], ...] = ()
     #: A Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR.
     hadoop_conf_dir: Path | None = None
+    #: Class path entries after pyspark's jars: the filesystem jars its locations need (hadoop-aws for s3a://).
+    classpath: tuple[str, ...] = ()
     #: The address the metastore listens on; not loopback needs ``insecure_no_auth``.
     host: str = "127.0.0.1"
     #: Allow a non-loopback ``host`` although the metastore has no authentication.
@@ -109,6 +111,7 @@ class MetastoreSettings:
                 )
             ),
             hadoop_conf_dir=Path(v[cfg.METASTORE_HADOOP_CONF_DIR]) if cfg.METASTORE_HADOOP_CONF_DIR in v else None,
+            classpath=tuple(entry for entry in v.get(cfg.METASTORE_CLASSPATH, "").split(os.pathsep) if entry),
         )
 
     def __post_init__(self) -> None:
@@ -268,6 +271,7 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         classpath.append(str(hadoop_dir.resolve()))
     classpath.append(str(bound.classes_dir(java)))
     classpath.append(str(pyspark_jars_dir() / "*"))
+    classpath.extend(settings.classpath)
     if driver_jar is not None:
         if not driver_jar.is_file():
             raise MetastoreError(

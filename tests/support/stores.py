@@ -1,0 +1,157 @@
+"""Real storage for the storage tests (markers ``s3``, ``hdfs``, ``jars``), each started once per test session
+and stopped after: an S3 server (:mod:`tests.support.s3_server`), an HDFS mini cluster (NameNode and DataNode
+in one JVM on loopback), the jars that reach them (fetched once into ``$SQLEXT_JARS_DIR``), and a metastore
+that can create ``s3a://`` and ``hdfs://`` locations (it checks them: it needs the same jars and keys).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+from sqlext import jars
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.paths import pyspark_jars_dir
+from tests.support.s3_server import S3Server, start_server, stop_server
+from tests.support.waiting import free_port, wait_for
+
+#: S3A for pyspark's Hadoop 3.5.0. hadoop-aws depends on the AWS SDK's ``bundle`` (686 MB, every AWS service
+#: shaded in); S3A needs only the S3 and STS clients, so the bundle is replaced by those modules (13 MB in all).
+#: What pyspark already ships (Hadoop's client jars, netty, the Apache HTTP client, commons-codec, slf4j) is left
+#: out, so one version of each is on the class path.
+AWS_SDK_VERSION = "2.35.4"  # the version hadoop-aws 3.5.0 is built with
+S3A_ARTIFACTS = (
+    "org.apache.hadoop:hadoop-aws:3.5.0",
+    *(f"software.amazon.awssdk:{name}:{AWS_SDK_VERSION}" for name in ("s3", "s3-transfer-manager", "sts")),
+)
+S3A_EXCLUDE = (
+    "software.amazon.awssdk:bundle",
+    "org.apache.hadoop:hadoop-common",
+    "org.apache.hadoop:hadoop-client-api",
+    "org.apache.hadoop:hadoop-client-runtime",
+    "io.netty:*",
+    "org.slf4j:*",
+    "org.apache.httpcomponents:httpclient",
+    "org.apache.httpcomponents:httpcore",
+    "commons-codec:commons-codec",
+    "commons-logging:commons-logging",
+)
+#: The mini cluster (MiniDFSCluster, run by MiniHadoopClusterManager, which asserts with JUnit 5's API) on
+#: pyspark's own Hadoop client jars.
+HDFS_ARTIFACTS = ("org.apache.hadoop:hadoop-client-minicluster:3.5.0", "org.junit.jupiter:junit-jupiter-api:5.11.4")
+HDFS_EXCLUDE = (
+    "org.apache.hadoop:hadoop-client-api",
+    "org.apache.hadoop:hadoop-client-runtime",
+    "org.xerial.snappy:snappy-java",
+)
+
+
+def s3a_jars() -> Path:
+    """The directory of S3A's jars (fetched the first time)."""
+    return jars.fetch("s3a", S3A_ARTIFACTS, exclude=S3A_EXCLUDE)
+
+
+def hdfs_jars() -> Path:
+    """The directory of the HDFS mini cluster's jars (fetched the first time)."""
+    return jars.fetch("hdfs-minicluster", HDFS_ARTIFACTS, exclude=HDFS_EXCLUDE)
+
+
+@dataclass
+class HdfsCluster:
+    """A running mini cluster: its ``hdfs://`` URI and process."""
+
+    uri: str
+    process: subprocess.Popen[bytes]
+
+
+def start_hdfs(home: Path) -> HdfsCluster:
+    """Format and start a NameNode and one DataNode on a free loopback port; return once they serve."""
+    port = free_port()
+    conf = home / "cluster-conf.xml"  # written by the manager once the cluster is up
+    java = shutil.which("java") or "java"
+    command = [
+        java,
+        "-Xmx384m",
+        f"-Dtest.build.data={home / 'data'}",
+        "-cp",
+        os.pathsep.join([f"{hdfs_jars()}/*", f"{pyspark_jars_dir()}/*"]),
+        "org.apache.hadoop.mapreduce.MiniHadoopClusterManager",
+        "-nomr",
+        "-format",
+        "-nnport",
+        str(port),
+        "-nnhttpport",
+        "0",
+        "-datanodes",
+        "1",
+        "-writeConfig",
+        str(conf),
+    ]
+    log = home / "minicluster.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=out, cwd=home)
+    wait_for(lambda: process.poll() is not None or conf.is_file(), 180, what="the HDFS mini cluster to start")
+    assert process.poll() is None, f"the mini cluster exited with {process.returncode}: {log.read_text()[-3000:]}"
+    wait_for(lambda: _default_fs(conf), 10, what="the mini cluster's configuration")
+    # Clients on this machine reach the NameNode by loopback address: 'localhost' may resolve elsewhere first.
+    return HdfsCluster(f"hdfs://127.0.0.1:{port}", process)
+
+
+def _default_fs(conf: Path) -> str | None:
+    try:
+        root = ElementTree.parse(conf).getroot()
+    except ElementTree.ParseError:  # still being written
+        return None
+    for prop in root.iter("property"):
+        if prop.findtext("name") == "fs.defaultFS":
+            return prop.findtext("value")
+    return None
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """The session's S3 server, with its request log."""
+    server = start_server(tmp_path_factory.mktemp("s3") / "requests.jsonl")
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture(scope="session")
+def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsCluster]:
+    """The session's HDFS mini cluster."""
+    cluster = start_hdfs(tmp_path_factory.mktemp("hdfs"))
+    yield cluster
+    stop_process(cluster.process)
+
+
+@pytest.fixture(scope="session")
+def store_metastore(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[MetastoreSettings]:
+    """A metastore that reaches the session's S3 server (S3A's jars on its class path, the server's keys in
+    its core-site.xml) and any ``hdfs://`` URI (pyspark's Hadoop client has the HDFS client)."""
+    hadoop = tuple(sorted(s3_server.hadoop_conf(prefix="").items()))
+    settings = MetastoreSettings(
+        port=free_port(),
+        home=tmp_path_factory.mktemp("store-metastore"),
+        hadoop=hadoop,
+        classpath=(f"{s3a_jars()}/*",),
+    )
+    launcher.start(settings)
+    yield settings
+    launcher.stop(settings)
