@@ -6,9 +6,7 @@
 
     python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
 
-Spark's own Kafka source would be the fairer (a), but its jar (spark-sql-kafka-0-10) is not in pyspark and
-cannot be fetched here. The broker is Tansu (the test broker, in memory); it answers ``ListOffsets`` right
-only when each record is its own record batch, so the events are produced one per batch (not timed).
+The broker is the test broker (Apache Kafka, KRaft, one node; its jars fetched once, see tests/support/kafka.py).
 Variants run interleaved in a rotating order, in one Spark session, after a small warm-up of each;
 medians are reported. ``--profile`` adds a cProfile of the driver during one sqlext run and a profile of
 the executors' per-record work (the offset-range read alone, no Spark). Writes
@@ -45,11 +43,11 @@ def event(n: int, rows: int, hours: int) -> bytes:
 
 
 def produce(broker: Any, topic: str, rows: int, hours: int) -> None:
-    """``rows`` events, round-robin over the partitions, one record per record batch (see the docstring)."""
+    """``rows`` events, round-robin over the partitions."""
     from confluent_kafka import Producer
 
     broker.create_topic(topic, PARTITIONS)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     for n in range(rows):
         stamp = int((START + timedelta(seconds=hours * 3600 * n / rows)).replace(tzinfo=UTC).timestamp() * 1000)
         while True:
@@ -151,7 +149,7 @@ def read_alone(bootstrap: str, topic: str, rows: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from tests.support.kafka import start_broker, stop_broker
+    from tests.support.kafka import start_broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=150_000)
@@ -164,10 +162,10 @@ def main() -> None:
     # Python data sources start their Python processes with PYSPARK_PYTHON (not spark.pyspark.python).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     home = scratch_dir()
-    broker = start_broker(home / "tansu.log")
+    broker = start_broker(home / "kafka")
     result: dict[str, Any] = {"params": vars(args)}
     try:
-        print(f"producing {args.rows:,} events (one per record batch) ...", flush=True)
+        print(f"producing {args.rows:,} events ...", flush=True)
         result["produce_s"] = timed(lambda: produce(broker, "events", args.rows, args.hours))
         produce(broker, "warmup", 3_000, args.hours)
         write_json_files(home / "input", args.rows, args.hours, args.files)
@@ -216,7 +214,7 @@ def main() -> None:
                 result["driver_profile"] = profile_text(profile)
             spark.stop()
     finally:
-        stop_broker(broker)
+        broker.stop()
         shutil.rmtree(home, ignore_errors=True)
 
     rates = {name: args.rows / median(values) for name, values in seconds.items()}

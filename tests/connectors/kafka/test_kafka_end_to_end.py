@@ -22,7 +22,7 @@ from tests.support.kafka import KafkaBroker, json_events
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 DAY = datetime(2026, 11, 22)

@@ -1,4 +1,4 @@
-"""The kafka connector's own source against the Tansu broker, through the real Spark session: start modes,
+"""The kafka connector's own source against an Apache Kafka broker, through the real Spark session: start modes,
 key and value formats, metadata columns, and the errors of a missing topic and a dead broker."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from sqlext.connectors.kafka.client import KafkaSourceError
 from sqlext.registry import SourceContext, find_factory, validate_table
 from sqlext.sql.parser import parse_statement
 from sqlext.table import TableDefinition
-from tests.support.kafka import KafkaBroker, Record, json_events, start_broker, stop_broker
+from tests.support.kafka import KafkaBroker, Record, json_events, start_broker
 from tests.support.waiting import free_port, wait_for
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
 
 _names = itertools.count()
 DAY = datetime(2026, 11, 22)
@@ -199,7 +199,7 @@ def test_a_dead_broker_is_named_after_the_clients_timeout(spark: Any) -> None:
 def test_a_broker_that_dies_mid_stream_fails_the_query_naming_broker_and_topic(
     spark: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    broker = start_broker(tmp_path_factory.mktemp("dying") / "tansu.log")
+    broker = start_broker(tmp_path_factory.mktemp("dying"))
     try:
         topic = _topic(broker, 1)
         broker.produce(topic, json_events(0, 5, DAY, 60, partitions=1))
@@ -208,11 +208,11 @@ def test_a_broker_that_dies_mid_stream_fails_the_query_naming_broker_and_topic(
         try:
             wait_for(lambda: _ids(spark, "dying") == list(range(5)) or not query.isActive, 300, what="the rows")
             assert query.isActive, f"failed before the broker stopped: {query.exception()}"
-            stop_broker(broker)
+            broker.stop()
             wait_for(lambda: not query.isActive, 300, what="the query to fail")
         finally:
             query.stop()
     finally:
-        stop_broker(broker)
+        broker.stop()
     message = str(query.exception())
     assert f"Kafka broker(s) {broker.bootstrap} gave no offsets for partition 0 of topic '{topic}'" in message, message
