@@ -223,6 +223,40 @@ def start_broker(home: Path) -> KafkaBroker:
     return broker
 
 
+#: The two readers of a kafka table: Spark's Kafka source and sqlext's own (``spark.sqlext.kafka.source``).
+READERS = [pytest.param("spark", id="spark-source"), pytest.param("sqlext", id="own-source")]
+
+
+def spark_kafka_conf() -> dict[str, str]:
+    """``--conf`` settings of a driver that must read kafka tables with Spark's Kafka source."""
+    from sqlext.connectors.kafka.spark_source import jar_paths
+
+    return {"spark.jars": ",".join(str(jar) for jar in jar_paths()), "spark.sqlext.kafka.source": "spark"}
+
+
+def add_spark_kafka(spark: Any) -> None:
+    """Put Spark's Kafka source on a running session's class path (``ADD JAR``; once, it stays)."""
+    from sqlext.connectors.kafka.spark_source import jar_paths, on_classpath
+
+    if not on_classpath(spark):
+        for jar in jar_paths():
+            spark.sql(f"ADD JAR '{jar}'")
+        assert on_classpath(spark), "ADD JAR did not put Spark's Kafka source on the class path"
+
+
+@pytest.fixture(params=READERS)
+def kafka_reader(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    """Each reader in turn on the shared Spark session: 'spark' (Spark's Kafka source, its jars added to the
+    session) or 'sqlext' (the own source); the session's ``spark.sqlext.kafka.source`` says which."""
+    from sqlext.connectors.kafka.factory import SOURCE_CONF
+
+    if request.param == "spark":
+        add_spark_kafka(spark)
+    spark.conf.set(SOURCE_CONF, request.param)
+    yield request.param
+    spark.conf.unset(SOURCE_CONF)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     """One Apache Kafka broker for the whole test session, shared by every kafka test, stopped at the end."""

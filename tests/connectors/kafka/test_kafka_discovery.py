@@ -100,7 +100,7 @@ def test_zero_interval_never_lists_again(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.jars
 @pytest.mark.slow
 def test_a_new_topic_matching_the_pattern_is_read_from_its_earliest_offset_exactly_once(
-    kafka_broker: KafkaBroker, spark: Any, hms: MetastoreClient, tmp_path: Path
+    kafka_broker: KafkaBroker, spark: Any, kafka_reader: str, hms: MetastoreClient, tmp_path: Path
 ) -> None:
     run = next(_names)
     first, second = f"disc{run}_a", f"disc{run}_b"
