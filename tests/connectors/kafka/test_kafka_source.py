@@ -17,7 +17,7 @@ from sqlext.connectors.kafka.factory import SOURCE_CONF
 from sqlext.registry import SourceContext, find_factory, validate_table
 from sqlext.sql.parser import parse_statement
 from sqlext.table import TableDefinition
-from tests.support.kafka import CLIENT_LOG, KafkaBroker, Record, json_events, start_broker
+from tests.support.kafka import CLIENT_LOG, KafkaBroker, Record, add_spark_kafka, json_events, start_broker
 from tests.support.waiting import free_port, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
@@ -238,3 +238,29 @@ def test_a_broker_that_dies_mid_stream_fails_the_own_sources_query_naming_broker
         spark.conf.unset(SOURCE_CONF)
     message = str(query.exception())
     assert f"Kafka broker(s) {broker.bootstrap} gave no offsets for partition 0 of topic '{topic}'" in message, message
+
+
+def test_a_broker_restarted_mid_stream_loses_and_doubles_nothing_on_sparks_source(
+    spark: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Spark's source waits for the broker (its admin and consumer timeouts) and goes on where it was."""
+    add_spark_kafka(spark)
+    spark.conf.set(SOURCE_CONF, "spark")
+    broker = start_broker(tmp_path_factory.mktemp("restarted"))
+    try:
+        topic = _topic(broker)
+        broker.produce(topic, json_events(0, 30, DAY, 60))
+        query = _stream(spark, _table(broker, topic), tmp_path, "restarted")
+        try:
+            wait_for(lambda: _ids(spark, "restarted") == list(range(30)) or not query.isActive, 300, what="the rows")
+            broker.stop()
+            broker.start()
+            broker.produce(topic, json_events(30, 30, DAY, 60))
+            wait_for(lambda: len(_ids(spark, "restarted")) >= 60 or not query.isActive, 300, what="the new rows")
+            assert query.isActive, f"the query failed: {query.exception()}"
+            assert _ids(spark, "restarted") == list(range(60)), "rows lost or doubled"
+        finally:
+            query.stop()
+    finally:
+        broker.stop()
+        spark.conf.unset(SOURCE_CONF)
