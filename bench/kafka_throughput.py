@@ -1,8 +1,10 @@
 """Kafka -> committed table throughput: the same JSON events through
 
-(a) Spark's file source (the events as JSON files) into Spark's own file sink (parquet, ``dt``/``hr``), and
-(b) a sqlext streaming insert from a ``kafka`` table (json, sqlext's own source on confluent-kafka, bounded at
-    the latest offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``.
+(a) Spark's file source (the events as JSON files) into Spark's own file sink (parquet, ``dt``/``hr``),
+(k) Spark's own Kafka source (``from_json``) into Spark's own file sink, no commit: the bar for (b),
+(b) a sqlext streaming insert from a ``kafka`` table (json, read by Spark's Kafka source, bounded at the latest
+    offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``, and
+(p) the same insert read by sqlext's own source (confluent-kafka).
 
     python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
 
@@ -30,6 +32,7 @@ from typing import Any
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
 from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.connectors.kafka import spark_source
 from sqlext.spark.session import extend
 
 START = datetime(2026, 11, 22)
@@ -86,8 +89,34 @@ def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
     query.awaitTermination()
 
 
-def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str) -> None:
-    """(b): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table."""
+def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> None:
+    """(k): Spark's Kafka source and file sink, availableNow; the value decoded with ``from_json``."""
+    from pyspark.sql import functions as F
+
+    schema = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"
+    query = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.from_json(F.decode("value", "UTF-8"), schema, {"timestampFormat": "yyyy-MM-dd HH:mm:ss"}).alias("e"))
+        .select("e.*")
+        .withWatermark("ts", "1 second")
+        .selectExpr("*", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr")
+        .writeStream.format("parquet")
+        .partitionBy("dt", "hr")
+        .option("checkpointLocation", (work / "checkpoint").as_uri())
+        .trigger(availableNow=True)
+        .start((work / "table").as_uri())
+    )
+    query.awaitTermination()
+
+
+def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str) -> None:
+    """(b), (p): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table,
+    ``reader`` (``spark.sqlext.kafka.source``) reading it."""
+    spark.conf.set("spark.sqlext.kafka.source", reader)
     spark.sql(f"""
         CREATE TABLE bench.src_{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
@@ -178,6 +207,7 @@ def main() -> None:
             # and on a loaded machine the source's Python process may connect back later than Spark's 15 s.
             os.environ["PYSPARK_SUBMIT_ARGS"] = (
                 f"--conf spark.sqlext.metastore.uris={hms.uri} "
+                f"--conf spark.jars={','.join(str(jar) for jar in spark_source.jar_paths())} "
                 "--conf spark.python.authenticate.socketTimeout=180s pyspark-shell"
             )
             spark = spark_session(hms.uri, home / "warehouse")
@@ -190,8 +220,14 @@ def main() -> None:
                     "spark_json_files_to_file_sink": lambda: spark_json_to_file_sink(
                         spark, input_dir, home / f"a-{tag}"
                     ),
+                    "spark_kafka_to_file_sink": lambda: spark_kafka_to_file_sink(
+                        spark, broker.bootstrap, topic, home / f"k-{tag}"
+                    ),
                     "sqlext_kafka_to_committed_table": lambda: sqlext_kafka_insert(
-                        spark, broker.bootstrap, topic, home / f"b-{tag}", f"b_{tag}"
+                        spark, broker.bootstrap, topic, home / f"b-{tag}", f"b_{tag}", "spark"
+                    ),
+                    "sqlext_own_source_to_committed_table": lambda: sqlext_kafka_insert(
+                        spark, broker.bootstrap, topic, home / f"p-{tag}", f"p_{tag}", "sqlext"
                     ),
                 }
 
@@ -204,12 +240,12 @@ def main() -> None:
                 for name, action in ordered:
                     seconds[name].append(timed(action))
                     print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
-            counts = [committed_rows(spark, f"b_r{r}") for r in range(args.repeats)]
-            assert counts == [args.rows] * args.repeats, f"committed rows {counts}, expected {args.rows} each"
+            counts = [committed_rows(spark, f"{v}_r{r}") for r in range(args.repeats) for v in "bp"]
+            assert counts == [args.rows] * 2 * args.repeats, f"committed rows {counts}, expected {args.rows} each"
             if args.profile:
                 profile = cProfile.Profile()
                 profile.enable()
-                sqlext_kafka_insert(spark, broker.bootstrap, "events", home / "b-profile", "b_profile")
+                sqlext_kafka_insert(spark, broker.bootstrap, "events", home / "b-profile", "b_profile", "spark")
                 profile.disable()
                 result["driver_profile"] = profile_text(profile)
             spark.stop()
@@ -221,9 +257,17 @@ def main() -> None:
     print_table(
         ["variant", "median s", "rows/s"], [[n, f"{median(seconds[n]):.2f}", f"{rates[n]:,.0f}"] for n in seconds]
     )
-    ratio = rates["sqlext_kafka_to_committed_table"] / rates["spark_json_files_to_file_sink"]
-    print(f"sqlext kafka / spark file source + sink = {ratio:.2f}")
-    result.update({"seconds": seconds, "rows_per_s": rates, "ratio_sqlext_kafka_vs_spark_files": ratio})
+    ratios = {
+        "sqlext_kafka_vs_spark_kafka_file_sink": rates["sqlext_kafka_to_committed_table"]
+        / rates["spark_kafka_to_file_sink"],
+        "sqlext_own_source_vs_spark_kafka_file_sink": rates["sqlext_own_source_to_committed_table"]
+        / rates["spark_kafka_to_file_sink"],
+        "sqlext_kafka_vs_spark_files": rates["sqlext_kafka_to_committed_table"]
+        / rates["spark_json_files_to_file_sink"],
+    }
+    for name, ratio in ratios.items():
+        print(f"{name} = {ratio:.2f}")
+    result.update({"seconds": seconds, "rows_per_s": rates, "ratios": ratios})
     print(f"written {write_result('kafka_throughput', result)}")
 
 

@@ -112,9 +112,21 @@ def read(spark: Any, settings: ReadSettings, streaming: bool) -> DataFrame:
         "offset",
         F.unix_millis(F.col("timestamp")).alias("timestamp"),
         F.col("timestampType").alias("timestamp_type"),
-        F.map_from_entries(F.col("headers")).alias("headers"),
+        _headers_map(F.col("headers")).alias("headers"),
         F.lit(None).cast("int").alias("leader_epoch"),
     )
+
+
+def _headers_map(headers: Any) -> Any:
+    """Spark's header array as Flink's map: a key sent twice keeps its last value (Flink fills a HashMap;
+    ``map_from_entries`` alone fails the query on a duplicate key)."""
+    from pyspark.sql import functions as F
+
+    def last(header: Any, index: Any) -> Any:
+        later = F.slice(headers, index + 2, F.greatest(F.size(headers), F.lit(1)))
+        return ~F.exists(later, lambda other: other["key"] == header["key"])
+
+    return F.map_from_entries(F.filter(headers, last))
 
 
 def starting_offsets(

@@ -175,6 +175,21 @@ def _committed(broker: KafkaBroker, group: str, topic: str) -> dict[int, int]:
     return {a.partition: max(a.offset, 0) for a in answers}
 
 
+def test_a_header_sent_twice_keeps_its_last_value_on_sparks_source(kafka_broker: KafkaBroker, spark: Any) -> None:
+    add_spark_kafka(spark)
+    spark.conf.set(SOURCE_CONF, "spark")
+    try:
+        topic = _topic(kafka_broker, 1)
+        headers = [("h", b"first"), ("other", b"x"), ("h", b"last")]
+        kafka_broker.produce(topic, [Record(b'{"id": 1}', timestamp_ms=1_700_000_000_000, headers=headers)])
+        columns = "id BIGINT, h MAP<STRING, BYTES> METADATA FROM 'headers'"
+        table = _table(kafka_broker, topic, columns, **{"scan.bounded.mode": "latest-offset"})
+        [row] = find_factory("kafka").create_source(SourceContext(spark, table, streaming=False)).collect()
+    finally:
+        spark.conf.unset(SOURCE_CONF)
+    assert row.h == {"h": bytearray(b"last"), "other": bytearray(b"x")}
+
+
 def test_key_and_value_formats(kafka_broker: KafkaBroker, spark: Any, kafka_reader: str) -> None:
     topic = _topic(kafka_broker, 1)
     records = [Record(f"{n},name {n}".encode(), key=f"k{n}".encode(), timestamp_ms=1_700_000_000_000) for n in range(5)]
