@@ -1,14 +1,14 @@
 """Kafka -> committed table throughput: the same JSON events through
 
-(a) Spark's file source (the events as JSON files) into Spark's own file sink (parquet, ``dt``/``hr``), and
-(b) a sqlext streaming insert from a ``kafka`` table (json, sqlext's own source on confluent-kafka, bounded at
-    the latest offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``.
+(a) Spark's file source (the events as JSON files) into Spark's own file sink (parquet, ``dt``/``hr``),
+(k) Spark's own Kafka source (``from_json``) into Spark's own file sink, no commit: the bar for (b),
+(b) a sqlext streaming insert from a ``kafka`` table (json, read by Spark's Kafka source, bounded at the latest
+    offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``, and
+(p) the same insert read by sqlext's own source (confluent-kafka).
 
     python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
 
-Spark's own Kafka source would be the fairer (a), but its jar (spark-sql-kafka-0-10) is not in pyspark and
-cannot be fetched here. The broker is Tansu (the test broker, in memory); it answers ``ListOffsets`` right
-only when each record is its own record batch, so the events are produced one per batch (not timed).
+The broker is the test broker (Apache Kafka, KRaft, one node; its jars fetched once, see tests/support/kafka.py).
 Variants run interleaved in a rotating order, in one Spark session, after a small warm-up of each;
 medians are reported. ``--profile`` adds a cProfile of the driver during one sqlext run and a profile of
 the executors' per-record work (the offset-range read alone, no Spark). Writes
@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
 from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.connectors.kafka import spark_source
 from sqlext.spark.session import extend
 
 START = datetime(2026, 11, 22)
@@ -45,11 +46,11 @@ def event(n: int, rows: int, hours: int) -> bytes:
 
 
 def produce(broker: Any, topic: str, rows: int, hours: int) -> None:
-    """``rows`` events, round-robin over the partitions, one record per record batch (see the docstring)."""
+    """``rows`` events, round-robin over the partitions."""
     from confluent_kafka import Producer
 
     broker.create_topic(topic, PARTITIONS)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
     for n in range(rows):
         stamp = int((START + timedelta(seconds=hours * 3600 * n / rows)).replace(tzinfo=UTC).timestamp() * 1000)
         while True:
@@ -88,8 +89,34 @@ def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
     query.awaitTermination()
 
 
-def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str) -> None:
-    """(b): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table."""
+def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> None:
+    """(k): Spark's Kafka source and file sink, availableNow; the value decoded with ``from_json``."""
+    from pyspark.sql import functions as F
+
+    schema = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"
+    query = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select(F.from_json(F.decode("value", "UTF-8"), schema, {"timestampFormat": "yyyy-MM-dd HH:mm:ss"}).alias("e"))
+        .select("e.*")
+        .withWatermark("ts", "1 second")
+        .selectExpr("*", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr")
+        .writeStream.format("parquet")
+        .partitionBy("dt", "hr")
+        .option("checkpointLocation", (work / "checkpoint").as_uri())
+        .trigger(availableNow=True)
+        .start((work / "table").as_uri())
+    )
+    query.awaitTermination()
+
+
+def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str) -> None:
+    """(b), (p): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table,
+    ``reader`` (``spark.sqlext.kafka.source``) reading it."""
+    spark.conf.set("spark.sqlext.kafka.source", reader)
     spark.sql(f"""
         CREATE TABLE bench.src_{name} (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
           WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
@@ -151,7 +178,7 @@ def read_alone(bootstrap: str, topic: str, rows: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    from tests.support.kafka import start_broker, stop_broker
+    from tests.support.kafka import start_broker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=150_000)
@@ -164,10 +191,10 @@ def main() -> None:
     # Python data sources start their Python processes with PYSPARK_PYTHON (not spark.pyspark.python).
     os.environ["PYSPARK_PYTHON"] = sys.executable
     home = scratch_dir()
-    broker = start_broker(home / "tansu.log")
+    broker = start_broker(home / "kafka")
     result: dict[str, Any] = {"params": vars(args)}
     try:
-        print(f"producing {args.rows:,} events (one per record batch) ...", flush=True)
+        print(f"producing {args.rows:,} events ...", flush=True)
         result["produce_s"] = timed(lambda: produce(broker, "events", args.rows, args.hours))
         produce(broker, "warmup", 3_000, args.hours)
         write_json_files(home / "input", args.rows, args.hours, args.files)
@@ -180,6 +207,7 @@ def main() -> None:
             # and on a loaded machine the source's Python process may connect back later than Spark's 15 s.
             os.environ["PYSPARK_SUBMIT_ARGS"] = (
                 f"--conf spark.sqlext.metastore.uris={hms.uri} "
+                f"--conf spark.jars={','.join(str(jar) for jar in spark_source.jar_paths())} "
                 "--conf spark.python.authenticate.socketTimeout=180s pyspark-shell"
             )
             spark = spark_session(hms.uri, home / "warehouse")
@@ -192,8 +220,14 @@ def main() -> None:
                     "spark_json_files_to_file_sink": lambda: spark_json_to_file_sink(
                         spark, input_dir, home / f"a-{tag}"
                     ),
+                    "spark_kafka_to_file_sink": lambda: spark_kafka_to_file_sink(
+                        spark, broker.bootstrap, topic, home / f"k-{tag}"
+                    ),
                     "sqlext_kafka_to_committed_table": lambda: sqlext_kafka_insert(
-                        spark, broker.bootstrap, topic, home / f"b-{tag}", f"b_{tag}"
+                        spark, broker.bootstrap, topic, home / f"b-{tag}", f"b_{tag}", "spark"
+                    ),
+                    "sqlext_own_source_to_committed_table": lambda: sqlext_kafka_insert(
+                        spark, broker.bootstrap, topic, home / f"p-{tag}", f"p_{tag}", "sqlext"
                     ),
                 }
 
@@ -206,26 +240,34 @@ def main() -> None:
                 for name, action in ordered:
                     seconds[name].append(timed(action))
                     print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
-            counts = [committed_rows(spark, f"b_r{r}") for r in range(args.repeats)]
-            assert counts == [args.rows] * args.repeats, f"committed rows {counts}, expected {args.rows} each"
+            counts = [committed_rows(spark, f"{v}_r{r}") for r in range(args.repeats) for v in "bp"]
+            assert counts == [args.rows] * 2 * args.repeats, f"committed rows {counts}, expected {args.rows} each"
             if args.profile:
                 profile = cProfile.Profile()
                 profile.enable()
-                sqlext_kafka_insert(spark, broker.bootstrap, "events", home / "b-profile", "b_profile")
+                sqlext_kafka_insert(spark, broker.bootstrap, "events", home / "b-profile", "b_profile", "spark")
                 profile.disable()
                 result["driver_profile"] = profile_text(profile)
             spark.stop()
     finally:
-        stop_broker(broker)
+        broker.stop()
         shutil.rmtree(home, ignore_errors=True)
 
     rates = {name: args.rows / median(values) for name, values in seconds.items()}
     print_table(
         ["variant", "median s", "rows/s"], [[n, f"{median(seconds[n]):.2f}", f"{rates[n]:,.0f}"] for n in seconds]
     )
-    ratio = rates["sqlext_kafka_to_committed_table"] / rates["spark_json_files_to_file_sink"]
-    print(f"sqlext kafka / spark file source + sink = {ratio:.2f}")
-    result.update({"seconds": seconds, "rows_per_s": rates, "ratio_sqlext_kafka_vs_spark_files": ratio})
+    ratios = {
+        "sqlext_kafka_vs_spark_kafka_file_sink": rates["sqlext_kafka_to_committed_table"]
+        / rates["spark_kafka_to_file_sink"],
+        "sqlext_own_source_vs_spark_kafka_file_sink": rates["sqlext_own_source_to_committed_table"]
+        / rates["spark_kafka_to_file_sink"],
+        "sqlext_kafka_vs_spark_files": rates["sqlext_kafka_to_committed_table"]
+        / rates["spark_json_files_to_file_sink"],
+    }
+    for name, ratio in ratios.items():
+        print(f"{name} = {ratio:.2f}")
+    result.update({"seconds": seconds, "rows_per_s": rates, "ratios": ratios})
     print(f"written {write_result('kafka_throughput', result)}")
 
 

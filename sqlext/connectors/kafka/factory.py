@@ -1,9 +1,9 @@
 """The ``kafka`` connector factory (Flink's ``KafkaDynamicTableFactory``, source side): option checks with
 Flink's wording, and the source, which is one of two readers:
 
-- Spark's own Kafka source (``format("kafka")``), when its jar is on the classpath (``--packages
-  org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``) and the startup mode is one it has
-  (earliest, latest, timestamp): the options are mapped onto Spark's names;
+- Spark's own Kafka source (``format("kafka")``, :mod:`.spark_source`), when its jar is on the class path
+  (``spark.jars.packages`` = :data:`.spark_source.ARTIFACT`) and the table's bounded mode is one it has
+  (unbounded, latest-offset): the options are mapped onto Spark's names;
 - otherwise sqlext's own reader (:mod:`.source`, on confluent-kafka).
 
 ``spark.sqlext.kafka.source`` chooses: ``auto`` (default: Spark's when it can), ``spark`` (Spark's, or an
@@ -20,6 +20,7 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.kafka import options as ko
+from sqlext.connectors.kafka import spark_source
 from sqlext.connectors.kafka.client import ReadSettings, client_properties, timeout_of
 from sqlext.connectors.kafka.decoding import METADATA, Projection, decode
 from sqlext.errors import OptionError, ValidationError
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger("sqlext.kafka")
 SOURCE_CONF = "spark.sqlext.kafka.source"
-SPARK_PROVIDER = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 
 
 class KafkaTableFactory(ConnectorFactory):
@@ -92,20 +92,20 @@ class KafkaTableFactory(ConnectorFactory):
             )
         settings = read_settings(table)
         choice = context.spark.conf.get(SOURCE_CONF, "auto") or "auto"
-        reason = _spark_source_refusal(context.spark, settings)
         if choice not in ("auto", "spark", "sqlext"):
             raise OptionError(
                 f"Invalid value for '{SOURCE_CONF}': '{choice}'. Expected one of auto, spark, sqlext.",
                 option=SOURCE_CONF,
                 value=choice,
             )
+        reason = None if choice == "sqlext" else spark_source.refusal(context.spark, settings)
         if choice == "spark" and reason:
             raise ValidationError(
                 f"{SOURCE_CONF} is 'spark', but Spark's Kafka source cannot read {table.identifier}: {reason}."
             )
         if choice != "sqlext" and not reason:
             LOG.info("Kafka table %s is read by Spark's Kafka source (format 'kafka').", table.identifier)
-            raw = _spark_kafka(context, settings)
+            raw = spark_source.read(context.spark, settings, context.streaming)
         else:
             why = "chosen by " + SOURCE_CONF if choice == "sqlext" else reason
             LOG.info(
@@ -155,55 +155,6 @@ def _own_source(context: SourceContext, settings: ReadSettings) -> DataFrame:
     context.spark.dataSource.register(KafkaDataSource)
     reader = context.spark.readStream if context.streaming else context.spark.read
     return reader.format(FORMAT_NAME).option("settings", settings.to_json()).load()
-
-
-def spark_kafka_options(settings: ReadSettings) -> dict[str, str]:
-    """The options of Spark's Kafka source for a read its startup modes cover (see :func:`_spark_source_refusal`)."""
-    mapped = {f"kafka.{key}": value for key, value in settings.client.items() if key != "auto.offset.reset"}
-    if settings.topics:
-        mapped["subscribe"] = ",".join(settings.topics)
-    else:
-        mapped["subscribePattern"] = settings.pattern or ""
-    if settings.startup_mode == ko.TIMESTAMP:
-        mapped["startingTimestamp"] = str(settings.startup_timestamp)
-    else:
-        mapped["startingOffsets"] = "earliest" if settings.startup_mode == ko.EARLIEST else "latest"
-    mapped["includeHeaders"] = "true"
-    return mapped
-
-
-def _spark_source_refusal(spark: Any, settings: ReadSettings) -> str | None:
-    """Why Spark's Kafka source cannot read this table, or None when it can."""
-    if settings.startup_mode not in (ko.EARLIEST, ko.LATEST, ko.TIMESTAMP):
-        return f"Spark's Kafka source has no startup mode '{settings.startup_mode}'"
-    if settings.bounded_mode not in (ko.UNBOUNDED, ko.LATEST):
-        return f"Spark's Kafka source has no bounded mode '{settings.bounded_mode}'"
-    try:
-        jvm = spark._jvm
-        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-        jvm.java.lang.Class.forName(SPARK_PROVIDER, False, loader)
-    except Exception:  # no JVM (Spark Connect) or no such class: both mean "not on the classpath"
-        return "spark-sql-kafka-0-10 is not on the classpath"
-    return None
-
-
-def _spark_kafka(context: SourceContext, settings: ReadSettings) -> DataFrame:
-    """Spark's Kafka source, its columns renamed to the raw record schema of sqlext's own source."""
-    from pyspark.sql import functions as F
-
-    reader = context.spark.readStream if context.streaming else context.spark.read
-    frame = reader.format("kafka").options(**spark_kafka_options(settings)).load()
-    return frame.select(
-        "key",
-        "value",
-        "topic",
-        "partition",
-        "offset",
-        F.unix_millis(F.col("timestamp")).alias("timestamp"),
-        F.col("timestampType").alias("timestamp_type"),
-        F.map_from_entries(F.col("headers")).alias("headers"),
-        F.lit(None).cast("int").alias("leader_epoch"),
-    )
 
 
 # -- checks ------------------------------------------------------------------------------------------

@@ -87,8 +87,8 @@ GROUP_ID = ConfigOption(
     "properties.group.id",
     STRING,
     None,
-    "The consumer group: its committed offsets start a 'group-offsets' read, and after each batch the batch's "
-    "end offsets are committed to it, for monitoring only (the read position lives in Spark's checkpoint).",
+    "The consumer group: its committed offsets start a 'group-offsets' read; sqlext's own source also commits "
+    "each batch's end offsets to it, for monitoring only (the read position lives in Spark's checkpoint).",
 )
 PROPERTIES = ConfigOption(
     "properties.",
@@ -172,7 +172,7 @@ DISCOVERY_INTERVAL = ConfigOption(
     DURATION,
     timedelta(minutes=5),
     "How often new partitions (and, with topic-pattern, new topics) are looked for, at most once a batch; "
-    "'0 ms' disables.",
+    "'0 ms' disables (Spark's Kafka source looks at every batch, so '0 ms' reads with sqlext's own source).",
     check=non_negative,
 )
 

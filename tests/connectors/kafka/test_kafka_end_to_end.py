@@ -1,6 +1,7 @@
-"""Kafka -> hourly table with partition-time commit, end to end through ``sqlext run``: JSON events over six
-hours in a 3-partition topic, the driver SIGKILLed mid-stream and restarted, more events produced, and at
-the end every event exactly once in the table and every hour the watermark passed committed in the HMS."""
+"""Kafka -> hourly table with partition-time commit, end to end through ``sqlext run`` on Spark's Kafka source
+(its jars given with ``spark.jars``): JSON events over six hours in a 3-partition topic of an Apache Kafka
+broker, the driver SIGKILLed mid-stream and restarted, more events produced, and at the end every event
+exactly once in the table and every hour the watermark passed committed in the HMS."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from tests.support.kafka import KafkaBroker, json_events
+from tests.support.kafka import KafkaBroker, json_events, spark_kafka_conf
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.kafka, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[3]
 DAY = datetime(2026, 11, 22)
@@ -98,6 +99,7 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
         str(job),
         "--conf",
         f"spark.sqlext.metastore.uris={metastore.uri}",
+        *[arg for key, value in spark_kafka_conf().items() for arg in ("--conf", f"{key}={value}")],
     ]
     env = {**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     hour = PER_HOUR

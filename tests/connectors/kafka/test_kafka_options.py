@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from sqlext.connectors.kafka.factory import read_settings, spark_kafka_options
+from sqlext.connectors.kafka.factory import read_settings
+from sqlext.connectors.kafka.spark_source import spark_options as spark_kafka_options
+from sqlext.connectors.kafka.spark_source import starting_offsets
 from sqlext.errors import OptionError, SqlextError
 from sqlext.registry import find_factory, validate_table
 from sqlext.sql.parser import parse_statement
@@ -151,3 +153,28 @@ def test_options_map_onto_sparks_kafka_source() -> None:
     by_time = read_settings(_table(**pattern, **{"scan.startup.timestamp-millis": "1700000000000"}))
     mapped = spark_kafka_options(by_time)
     assert mapped["subscribePattern"] == "ev.*" and mapped["startingTimestamp"] == "1700000000000"
+    assert mapped["startingOffsetsByTimestampStrategy"] == "latest"  # Flink: no record after the time -> the end
+
+
+def test_specific_and_group_offsets_become_sparks_starting_offsets_json() -> None:
+    import json
+
+    found = {"events": [0, 1, 2]}
+    specific = read_settings(
+        _table(
+            **{
+                "scan.startup.mode": "specific-offsets",
+                "scan.startup.specific-offsets": "partition:0,offset:42",
+                "properties.group.id": "g",
+            }
+        )
+    )
+    mapped = starting_offsets(specific, found, {("events", 1): 7})
+    assert mapped is not None and json.loads(mapped) == {"events": {"0": 42, "1": 7, "2": -2}}  # -2: earliest
+    group = read_settings(_table(**{"properties.group.id": "g", "properties.auto.offset.reset": "latest"}))
+    mapped = starting_offsets(group, found, {("events", 0): 5})
+    assert mapped is not None and json.loads(mapped) == {"events": {"0": 5, "1": -1, "2": -1}}  # -1: latest
+    strict = read_settings(_table(**{"properties.group.id": "g"}))
+    with pytest.raises(SqlextError, match="group 'g' has no committed offset for partition 1 of topic 'events'"):
+        starting_offsets(strict, found, {("events", 0): 5})
+    assert starting_offsets(read_settings(_table(**{"scan.startup.mode": "earliest-offset"})), found, {}) is None

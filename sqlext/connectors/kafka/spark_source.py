@@ -1,0 +1,250 @@
+"""Spark's own Kafka source (``format("kafka")``, jar ``spark-sql-kafka-0-10``) for kafka tables: whether it
+is on the class path, Flink's options mapped onto Spark's, and a probe on the driver that names broker and
+topics when they cannot be read (Spark's own message for a dead broker is "Timed out waiting for a node
+assignment. Call: listNodes").
+
+Mapping (Flink -> Spark): ``properties.*`` -> ``kafka.*``; ``topic`` -> ``subscribe``, ``topic-pattern`` ->
+``subscribePattern`` (Spark matches new topics and partitions at every micro-batch, so
+``scan.topic-partition-discovery.interval`` only says whether: ``'0 ms'`` is refused, see :func:`refusal`);
+``scan.startup.mode`` ``earliest-offset`` / ``latest-offset`` -> ``startingOffsets``, ``timestamp`` ->
+``startingTimestamp`` (a partition without a record at or after the time starts at its end, as in Flink),
+``specific-offsets`` and ``group-offsets`` -> ``startingOffsets`` as JSON, resolved on the driver from the
+group's committed offsets (Kafka's admin client, the one the jar brings). ``scan.bounded.mode``
+``latest-offset`` is the insert's ``availableNow`` trigger; other bounded modes are not Spark's (streaming
+Spark has no ``endingOffsets``).
+
+Exactly once: Spark writes each micro-batch's offset ranges into the query's checkpoint before it runs; a
+restart replays the unfinished batch with the same ranges. No group offsets are committed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlext.connectors.kafka import options as ko
+from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+PROVIDER_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+#: pyspark 4.3.0's own version is not on Maven Central; 4.2.0 is the newest served and runs on Spark 4.3.0
+#: (tests/connectors/kafka). ``spark.jars.packages`` takes this coordinate as it is.
+ARTIFACT = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+_LATEST, _EARLIEST = -1, -2  # Spark's startingOffsets JSON
+
+
+def jar_paths() -> list[Path]:
+    """The jars Spark's Kafka source needs beyond pyspark's own (spark-sql-kafka, its token provider,
+    kafka-clients, commons-pool2), fetched from Maven Central the first time (``sqlext.jars``, ~10 MB kept):
+    for ``spark.jars`` or ``ADD JAR``."""
+    import pyspark
+
+    from sqlext import jars
+
+    shipped = {_artifact_name(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    fetched = jars.fetch("spark-sql-kafka", [ARTIFACT])
+    return [jar for jar in sorted(fetched.glob("*.jar")) if _artifact_name(jar) not in shipped]
+
+
+def _artifact_name(jar: Path) -> str:
+    return jar.name.rsplit("-", 1)[0]
+
+
+def on_classpath(spark: Any) -> bool:
+    """True when Spark's Kafka source can be loaded by this session (``spark.jars``, ``--packages``, ``ADD JAR``)."""
+    try:
+        jvm = spark._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(PROVIDER_CLASS, False, loader)
+    except Exception:  # no JVM (Spark Connect) or no such class: both mean "not on the class path"
+        return False
+    return True
+
+
+def refusal(spark: Any, settings: ReadSettings) -> str | None:
+    """Why Spark's Kafka source cannot read this table, or None when it can."""
+    if settings.bounded_mode not in (ko.UNBOUNDED, ko.LATEST):
+        return f"Spark's streaming Kafka source has no end offsets ('scan.bounded.mode' = '{settings.bounded_mode}')"
+    if settings.discovery_interval_s == 0:
+        return "Spark's Kafka source always discovers partitions ('scan.topic-partition-discovery.interval' = '0 ms')"
+    if not on_classpath(spark):
+        return "spark-sql-kafka-0-10 is not on the class path"
+    return None
+
+
+def spark_options(settings: ReadSettings, starting: str | None = None) -> dict[str, str]:
+    """Spark's options for a read; ``starting`` is the ``startingOffsets`` JSON of the modes that need the
+    broker to resolve (see :func:`starting_offsets`)."""
+    mapped = {f"kafka.{key}": value for key, value in settings.client.items() if key != "auto.offset.reset"}
+    if settings.topics:
+        mapped["subscribe"] = ",".join(settings.topics)
+    else:
+        mapped["subscribePattern"] = settings.pattern or ""
+    if settings.startup_mode == ko.TIMESTAMP:
+        mapped["startingTimestamp"] = str(settings.startup_timestamp)
+        mapped["startingOffsetsByTimestampStrategy"] = "latest"
+    elif starting is not None:
+        mapped["startingOffsets"] = starting
+    else:
+        mapped["startingOffsets"] = "earliest" if settings.startup_mode == ko.EARLIEST else "latest"
+    mapped["includeHeaders"] = "true"
+    return mapped
+
+
+def read(spark: Any, settings: ReadSettings, streaming: bool) -> DataFrame:
+    """The raw records (the own source's :data:`~sqlext.connectors.kafka.source.RAW_SCHEMA`) from Spark's source,
+    after the probe (:class:`KafkaSourceError` naming broker and topics when they cannot be read)."""
+    from pyspark.sql import functions as F
+
+    with _Admin(spark, settings) as admin:
+        found = admin.topic_partitions()
+        starting = starting_offsets(settings, found, admin.committed(found))
+    reader = spark.readStream if streaming else spark.read
+    frame = reader.format("kafka").options(**spark_options(settings, starting)).load()
+    return frame.select(
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        F.unix_millis(F.col("timestamp")).alias("timestamp"),
+        F.col("timestampType").alias("timestamp_type"),
+        _headers_map(F.col("headers")).alias("headers"),
+        F.lit(None).cast("int").alias("leader_epoch"),
+    )
+
+
+def _headers_map(headers: Any) -> Any:
+    """Spark's header array as Flink's map: a key sent twice keeps its last value (Flink fills a HashMap;
+    ``map_from_entries`` alone fails the query on a duplicate key)."""
+    from pyspark.sql import functions as F
+
+    def last(header: Any, index: Any) -> Any:
+        later = F.slice(headers, index + 2, F.greatest(F.size(headers), F.lit(1)))
+        return ~F.exists(later, lambda other: other["key"] == header["key"])
+
+    return F.map_from_entries(F.filter(headers, last))
+
+
+def starting_offsets(
+    settings: ReadSettings, found: dict[str, list[int]], committed: dict[tuple[str, int], int]
+) -> str | None:
+    """``startingOffsets`` JSON for ``specific-offsets`` and ``group-offsets`` (Spark wants every partition);
+    None for the modes Spark resolves itself. A partition without its own offset starts at the group's
+    committed one, else: ``specific-offsets`` at the earliest, ``group-offsets`` by
+    ``properties.auto.offset.reset`` (default ``none``: an error, as in Flink)."""
+    if settings.startup_mode not in (ko.SPECIFIC_OFFSETS, ko.GROUP_OFFSETS):
+        return None
+    offsets: dict[str, dict[str, int]] = {}
+    for topic, partitions in sorted(found.items()):
+        for partition in partitions:
+            if settings.startup_mode == ko.SPECIFIC_OFFSETS and partition in settings.startup_offsets:
+                offset = settings.startup_offsets[partition]
+            elif (topic, partition) in committed:
+                offset = committed[(topic, partition)]
+            elif settings.startup_mode == ko.SPECIFIC_OFFSETS:
+                offset = _EARLIEST
+            else:
+                offset = _reset(settings, topic, partition)
+            offsets.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(offsets)
+
+
+def _reset(settings: ReadSettings, topic: str, partition: int) -> int:
+    reset = settings.client.get("auto.offset.reset", "none").lower()
+    if reset in ("earliest", "smallest", "beginning"):
+        return _EARLIEST
+    if reset in ("latest", "largest", "end"):
+        return _LATEST
+    group = f"group '{settings.group_id}'" if settings.group_id else "no group ('properties.group.id' is not set)"
+    raise KafkaSourceError(
+        f"Table {settings.table} starts from 'group-offsets', but {group} has no committed offset for partition "
+        f"{partition} of topic '{topic}', and 'properties.auto.offset.reset' is '{reset}'. Set it to 'earliest' or "
+        "'latest', or choose another 'scan.startup.mode'.",
+        option=ko.STARTUP_MODE.key,
+        value=ko.GROUP_OFFSETS,
+    )
+
+
+class _Admin:
+    """Kafka's Java admin client (from kafka-clients, which Spark's Kafka source brings), through py4j."""
+
+    def __init__(self, spark: Any, settings: ReadSettings) -> None:
+        self.settings = settings
+        self.jvm = spark._jvm
+        properties = self.jvm.java.util.Properties()
+        timeout_ms = str(int(settings.timeout_s * 1000))
+        for key, value in {"request.timeout.ms": timeout_ms, "default.api.timeout.ms": timeout_ms}.items():
+            properties.setProperty(key, value)
+        for key, value in settings.client.items():
+            if key != "auto.offset.reset":
+                properties.setProperty(key, value)
+        self.client = self.jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+
+    def __enter__(self) -> _Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close(self.jvm.java.time.Duration.ofSeconds(5))
+
+    def _get(self, future: Any) -> Any:
+        return future.get(int(self.settings.timeout_s * 1000), self.jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
+
+    def topic_partitions(self) -> dict[str, list[int]]:
+        """Topic -> partitions the table reads; :class:`KafkaSourceError` for a dead broker or missing topic."""
+        import re
+
+        s = self.settings
+        try:
+            names = sorted(str(name) for name in self._get(self.client.listTopics().names()))
+        except Exception as exc:
+            raise KafkaSourceError(
+                f"Kafka broker(s) {s.brokers} did not answer for {s.subscription} of table {s.table} within "
+                f"{s.timeout_s:g} s (properties.socket.timeout.ms): {_cause(exc)}",
+                option=ko.BOOTSTRAP_SERVERS.key,
+                value=s.brokers,
+            ) from None
+        missing = [topic for topic in s.topics or [] if topic not in names]
+        if missing:
+            raise KafkaSourceError(
+                f"Topic(s) {', '.join(missing)} of table {s.table} do not exist on Kafka broker(s) {s.brokers} "
+                f"(topics there: {', '.join(names) or 'none'}).",
+                option=ko.TOPIC.key,
+                value=";".join(missing),
+            )
+        wanted = s.topics or [n for n in names if re.fullmatch(s.pattern or "", n) and not n.startswith("__")]
+        if not wanted:
+            return {}
+        described = self._get(self.client.describeTopics(self._list(wanted)).allTopicNames())
+        return {topic: sorted(int(p.partition()) for p in described.get(topic).partitions()) for topic in wanted}
+
+    def committed(self, found: dict[str, list[int]]) -> dict[tuple[str, int], int]:
+        """The group's committed offsets (empty without ``properties.group.id`` or outside the modes using them)."""
+        s = self.settings
+        if not s.group_id or s.startup_mode not in (ko.SPECIFIC_OFFSETS, ko.GROUP_OFFSETS):
+            return {}
+        answer = self._get(self.client.listConsumerGroupOffsets(s.group_id).partitionsToOffsetAndMetadata())
+        committed: dict[tuple[str, int], int] = {}
+        for entry in answer.entrySet():
+            tp, meta = entry.getKey(), entry.getValue()
+            if meta is not None and str(tp.topic()) in found:
+                committed[(str(tp.topic()), int(tp.partition()))] = int(meta.offset())
+        return committed
+
+    def _list(self, items: list[str]) -> Any:
+        java_list = self.jvm.java.util.ArrayList()
+        for item in items:
+            java_list.add(item)
+        return java_list
+
+
+def _cause(exc: Exception) -> str:
+    """The innermost Java message of a py4j error (its first line)."""
+    java = getattr(exc, "java_exception", None)
+    while java is not None and java.getCause() is not None:
+        java = java.getCause()
+    text = str(java.toString()) if java is not None else str(exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
