@@ -10,6 +10,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.cli import main
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import BATCH_SUFFIX, FileSystemSink, running_insert
@@ -68,6 +69,27 @@ def _rows_in_hms_partitions(hms: MetastoreClient, table: TableDefinition) -> dic
 
 # The metastore tests every version runs (version_metastore: 2.3 embedded, 3.1 and 4 fetched): partition
 # commit with statistics, `sqlext commits`, a late re-commit (alter), INSERT OVERWRITE and drop.
+
+
+def test_the_client_probes_each_call_once_and_keeps_the_form_the_server_serves(
+    version_metastore: BackendMetastore, tmp_path: Path
+) -> None:
+    """Here, not in tests/catalog, so that each version's metastore starts once per test worker."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    table = keyed_table("probe_db", "probed", tmp_path / "table")
+    with MetastoreClient(version_metastore.uri) as client:
+        create_in_hms(client, table)
+        stored = client.get_table("probe_db", "probed")
+        assert stored is not None and stored.tableName == "probed"
+        assert client.served == {"get_table": "get_table_req"}  # the first form, served by 2.3, 3.1 and 4
+
+        # The older form first: Hive 4.0.1 no longer serves get_table, so the probe falls to get_table_req.
+        request = ttypes.GetTableRequest(dbName="probe_db", tblName="probed")
+        found = client.call_served("old_first", {"get_table": ("probe_db", "probed"), "get_table_req": (request,)})
+        expected = "get_table_req" if version_metastore.settings.version is HiveVersion.V4 else "get_table"
+        assert client.served["old_first"] == expected
+        assert (found.table if expected == "get_table_req" else found).tableName == "probed"
 
 
 def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
