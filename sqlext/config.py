@@ -22,6 +22,7 @@ METASTORE_URIS = PREFIX + "metastore.uris"
 METASTORE_PORT = PREFIX + "metastore.port"
 METASTORE_HOME = PREFIX + "metastore.home"
 METASTORE_BACKEND = PREFIX + "metastore.backend"
+METASTORE_VERSION = PREFIX + "metastore.version"
 METASTORE_JDBC_URL = PREFIX + "metastore.jdbc-url"
 METASTORE_USER = PREFIX + "metastore.user"
 METASTORE_PASSWORD = PREFIX + "metastore.password"
@@ -42,6 +43,7 @@ KEYS: dict[str, str] = {
     METASTORE_PORT: "Port of the embedded metastore (default 9083).",
     METASTORE_HOME: "Home dir of the embedded metastore (default $SQLEXT_HOME/metastore).",
     METASTORE_BACKEND: "Database of the embedded metastore: derby (default) or postgres.",
+    METASTORE_VERSION: "Hive version of the embedded metastore: 2.3 (default, pyspark's jars), 3.1 or 4 (fetched).",
     METASTORE_JDBC_URL: "JDBC URL of the embedded metastore's PostgreSQL database.",
     METASTORE_USER: "Database user of the embedded metastore.",
     METASTORE_PASSWORD: "Database password of the embedded metastore.",

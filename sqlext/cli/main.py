@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.cli import thriftserver
 from sqlext.cli.thriftserver import ThriftServerSettings
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 Command = Callable[[argparse.Namespace], int]
+VERSION_HELP = "Hive version: 2.3 (default, from pyspark's jars), 3.1 or 4 (fetched once from Maven Central)"
 
 CONF_HELP = (
     "Spark conf, repeatable: spark.sqlext.* (over the conf file's), spark.hadoop.* for the tables' storage, any spark.*"
@@ -47,19 +48,17 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         hadoop_conf_dir=Path(args.hadoop_conf_dir) if args.hadoop_conf_dir else base.hadoop_conf_dir,
         host=args.host or base.host,
         insecure_no_auth=getattr(args, "insecure_no_auth", False),
+        version=versions.release(args.version).version if args.version else base.version,
     )
 
 
 def _metastore_start(args: argparse.Namespace) -> int:
     settings = _metastore_settings(args)
     result = launcher.start(settings)
-    if result.already_running:
-        print(f"Hive Metastore already running at {result.uri}", file=sys.stderr)
-    else:
-        print(
-            f"Hive Metastore started (pid {result.pid}, {settings.backend} backend, log {settings.log_file})",
-            file=sys.stderr,
-        )
+    started = (
+        f"Hive Metastore {settings.version} started (pid {result.pid}, {settings.backend}, log {settings.log_file})"
+    )
+    print(f"Hive Metastore already running at {result.uri}" if result.already_running else started, file=sys.stderr)
     print(result.uri)
     return 0
 
@@ -349,6 +348,7 @@ def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", help="directory for the metastore's database, config, pid and log")
     parser.add_argument("--warehouse", help="warehouse dir URI (default <home>/warehouse)")
     parser.add_argument("--backend", choices=[b.value for b in Backend], help="database backend (default derby)")
+    parser.add_argument("--version", choices=[v.value for v in versions.HiveVersion], help=VERSION_HELP)
     parser.add_argument("--jdbc-url", help="PostgreSQL JDBC URL, e.g. jdbc:postgresql://localhost:5432/metastore")
     parser.add_argument("--user", help="database user")
     parser.add_argument("--password", help="database password")

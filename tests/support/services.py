@@ -18,6 +18,7 @@ import pytest
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
 from tests.support.local_spark import local_session
 from tests.support.waiting import free_port, wait_for
 
@@ -226,4 +227,39 @@ def backend_metastore(
 def backend_hms(backend_metastore: BackendMetastore) -> Iterator[MetastoreClient]:
     """A client of ``backend_metastore``."""
     with MetastoreClient(backend_metastore.uri) as client:
+        yield client
+
+
+#: The metastore versions the version-parametrized tests run against; those fetched from Maven Central
+#: carry the marker ``jars``.
+VERSIONS = [
+    pytest.param(HiveVersion.V2_3, id="hive2.3"),
+    pytest.param(HiveVersion.V3_1, id="hive3.1", marks=pytest.mark.jars),
+    pytest.param(HiveVersion.V4, id="hive4", marks=pytest.mark.jars),
+]
+
+
+@pytest.fixture(scope="session", params=VERSIONS)
+def version_metastore(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BackendMetastore]:
+    """Each metastore version in turn, once per test session: 2.3 is the session's metastore (the one Spark's
+    catalog reads); 3.1 and 4 are Derby-backed metastores of that version started for the session."""
+    version: HiveVersion = request.param
+    if version is HiveVersion.V2_3:
+        yield BackendMetastore(Backend.DERBY, request.getfixturevalue("metastore"), spark_catalog=True)
+        return
+    home = tmp_path_factory.mktemp(f"metastore-{version.value}")
+    settings = MetastoreSettings(port=free_port(), home=home, version=version)
+    launcher.start(settings)
+    try:
+        yield BackendMetastore(Backend.DERBY, settings, spark_catalog=False)
+    finally:
+        launcher.stop(settings)
+
+
+@pytest.fixture
+def version_hms(version_metastore: BackendMetastore) -> Iterator[MetastoreClient]:
+    """A client of ``version_metastore``."""
+    with MetastoreClient(version_metastore.uri) as client:
         yield client

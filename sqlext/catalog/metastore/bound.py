@@ -1,11 +1,12 @@
-"""The program that runs Hive 2.3's metastore on one address: ``BoundHiveMetaStore.java``, next to this module.
+"""The programs that run a Hive 2.3 or 3.1 metastore on one address: ``BoundHiveMetaStore.java`` (2.3) and
+``BoundHiveMetaStore3.java`` (3.1), next to this module.
 
-Hive 2.3's ``HiveMetaStore.main`` listens on every interface and has no setting to change that
-(``hive.metastore.thrift.bind.host`` exists from Hive 4). ``BoundHiveMetaStore`` serves the same Hive
-classes with the server socket bound to the address given. It is compiled once, against pyspark's jars,
-with the Java compiler of the ``java`` that runs the metastore (the ``jdk.compiler`` module; Debian's
-``openjdk-17-jre-headless`` has it), into a cache directory named after the source and the jars it was
-compiled against.
+Hive 2.3's ``HiveMetaStore.main`` and 3.1's ``startMetaStore`` listen on every interface and have no
+setting to change that (``metastore.thrift.bind.host`` exists from Hive 4). Each program serves the same
+Hive classes with the server socket bound to the address given. It is compiled once, against the jars it
+runs with (pyspark's for 2.3, the fetched ones for 3.1), with the Java compiler of the ``java`` that runs
+the metastore (the ``jdk.compiler`` module; Debian's ``openjdk-17-jre-headless`` has it), into a cache
+directory named after the source and the jars it was compiled against.
 """
 
 from __future__ import annotations
@@ -30,27 +31,29 @@ def cache_dir() -> Path:
     return Path(base).expanduser().resolve() / "sqlext"
 
 
-def classes_dir(java: str) -> Path:
-    """The directory holding the compiled ``BoundHiveMetaStore``, compiling it first if needed."""
-    jars = sorted(pyspark_jars_dir().glob("*.jar"))
-    key = hashlib.sha256(SOURCE.read_bytes() + "|".join(jar.name for jar in jars).encode()).hexdigest()[:16]
+def classes_dir(java: str, source: Path = SOURCE, jars_dir: Path | None = None) -> Path:
+    """The directory holding the compiled ``source`` (default ``BoundHiveMetaStore``, against pyspark's jars,
+    else against the jars of ``jars_dir``), compiling it first if needed."""
+    jars = sorted((jars_dir or pyspark_jars_dir()).glob("*.jar"))
+    key = hashlib.sha256(source.read_bytes() + "|".join(jar.name for jar in jars).encode()).hexdigest()[:16]
     target = cache_dir() / f"metastore-launcher-{key}"
-    if (target / f"{MAIN_CLASS}.class").is_file():
+    compiled = target / f"{source.stem}.class"
+    if compiled.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".compiling-"))
     try:
-        _compile(java, jars, scratch)
+        _compile(java, jars, scratch, source)
         scratch.rename(target)
     except OSError:
-        if not (target / f"{MAIN_CLASS}.class").is_file():  # else a concurrent start compiled it first
+        if not compiled.is_file():  # else a concurrent start compiled it first
             raise
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target
 
 
-def _compile(java: str, jars: list[Path], out: Path) -> None:
+def _compile(java: str, jars: list[Path], out: Path, source: Path) -> None:
     command = [
         java,
         "-m",
@@ -62,7 +65,7 @@ def _compile(java: str, jars: list[Path], out: Path) -> None:
         str(out),
         "-cp",
         os.pathsep.join(str(jar) for jar in jars),
-        str(SOURCE),
+        str(source),
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode == 0:
@@ -70,8 +73,8 @@ def _compile(java: str, jars: list[Path], out: Path) -> None:
     output = (result.stderr + result.stdout).strip()
     if "jdk.compiler" in output and "not found" in output.lower():
         raise MetastoreError(
-            f"Cannot compile the embedded metastore's launcher ({SOURCE.name}): '{java}' has no Java compiler "
+            f"Cannot compile the embedded metastore's launcher ({source.name}): '{java}' has no Java compiler "
             "(module jdk.compiler). Install a full Java 17 runtime or JDK (Debian: openjdk-17-jre-headless, "
             "others: openjdk-17-jdk-headless), or set spark.sqlext.metastore.uris to an existing metastore."
         )
-    raise MetastoreError(f"Cannot compile the embedded metastore's launcher {SOURCE}:\n{output}")
+    raise MetastoreError(f"Cannot compile the embedded metastore's launcher {source}:\n{output}")

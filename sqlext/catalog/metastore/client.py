@@ -1,10 +1,13 @@
 """The one Hive Metastore client of sqlext: connect, retry transport errors with backoff, close.
 
 Every other module reaches the HMS through :class:`MetastoreClient`; nothing else opens sockets to it.
-It calls only Thrift methods that HMS 2.3 through 4.x all serve (``get_table_req``, never
-``get_table``, which Hive 4.0.1 removed; ``add_partitions_req``;
-``alter_partitions_with_environment_context``; ``get_partitions_by_names``; ``get_partition_names``),
-so one code path serves the embedded 2.3 server and a production 4.x one.
+It calls Thrift methods that HMS 2.3, 3.1 and 4.0.1 all serve (checked by running each against each:
+``get_table_req``, never ``get_table``, which Hive 4.0.1 answers with "Invalid method name";
+``add_partitions_req``; ``alter_partitions_with_environment_context``; ``get_partitions_by_names``;
+``get_partition_names``), so one code path serves the embedded 2.3 server and a production 4.x one. Where a
+call has another form (:data:`ALTERNATIVES`), the client does not assume which one a server has from its
+version: :meth:`MetastoreClient.call_served` tries the forms in order, once per client, and keeps the first
+the server serves.
 
 Retries cover the transport only (refused connection, reset socket, timeout). Errors the HMS answers
 with (``NoSuchObjectException``, ``AlreadyExistsException``, ``MetaException``) are the caller's to
@@ -31,10 +34,11 @@ from urllib.parse import urlparse
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
-from sqlext.errors import ConfigError, MetastoreUnavailableError
+from sqlext.errors import ConfigError, MetastoreError, MetastoreUnavailableError
 
 log = logging.getLogger(__name__)
 # thrift logs every refused connection at ERROR; this module reports transport failures itself.
@@ -44,6 +48,12 @@ T = TypeVar("T")
 
 #: Partitions sent per ``add_partitions_req`` / ``alter_partitions`` call.
 PARTITION_BATCH = 100
+
+#: Calls whose forms differ between metastore versions: the forms, in the order tried.
+ALTERNATIVES: dict[str, tuple[str, ...]] = {
+    "get_table": ("get_table_req", "get_table"),
+    "alter_partitions": ("alter_partitions_with_environment_context", "alter_partitions"),
+}
 
 _TRANSPORT_ERRORS = (TTransportException, OSError, EOFError, socket.timeout)
 
@@ -113,6 +123,8 @@ class MetastoreClient:
         self.retry = retry or RetryPolicy()
         self._client: Any = None
         self._next_address = 0
+        #: The form of each call in ALTERNATIVES the server served, once probed.
+        self.served: dict[str, str] = {}
 
     @property
     def uri(self) -> str:
@@ -176,6 +188,24 @@ class MetastoreClient:
                 )
                 time.sleep(delay)
 
+    def call_served(self, call: str, forms: dict[str, tuple[Any, ...]]) -> Any:
+        """Call the first of ``forms`` (method -> arguments, in order) the server serves, remembering which
+        for the next calls; a method the server lacks answers "Invalid method name" (UNKNOWN_METHOD)."""
+        known = self.served.get(call)
+        if known is not None:
+            return self.call(known, *forms[known])
+        for method, args in forms.items():
+            try:
+                result = self.call(method, *args)
+            except TApplicationException as exc:
+                if exc.type != TApplicationException.UNKNOWN_METHOD:
+                    raise
+                log.info("Hive Metastore at %s does not serve %s; trying the next form", self.uri, method)
+                continue
+            self.served[call] = method
+            return result
+        raise MetastoreError(f"Hive Metastore at {self.uri} serves none of {', '.join(forms)} for '{call}'.")
+
     # -- databases -------------------------------------------------------------------------------
 
     def get_all_databases(self) -> list[str]:
@@ -210,12 +240,14 @@ class MetastoreClient:
         return list(self.call("get_all_tables", database))
 
     def get_table(self, database: str, name: str) -> ttypes.Table | None:
-        """The table, or None when it does not exist (``get_table_req``: served by HMS 2.3 to 4.x)."""
+        """The table, or None when it does not exist (``get_table_req``, else ``get_table``)."""
+        request = ttypes.GetTableRequest(dbName=database, tblName=name)
+        forms = {"get_table_req": (request,), "get_table": (database, name)}
         try:
-            response = self.call("get_table_req", ttypes.GetTableRequest(dbName=database, tblName=name))
+            found = self.call_served("get_table", {m: forms[m] for m in ALTERNATIVES["get_table"]})
         except ttypes.NoSuchObjectException:
             return None
-        return response.table
+        return found.table if isinstance(found, ttypes.GetTableResult) else found
 
     def create_table(self, table: ttypes.Table) -> None:
         self.call("create_table", table)
@@ -284,7 +316,13 @@ class MetastoreClient:
         context = ttypes.EnvironmentContext(properties={"DO_NOT_UPDATE_STATS": "true"})
 
         def alter(chunk: list[ttypes.Partition]) -> list[Any]:
-            self.call("alter_partitions_with_environment_context", database, table, chunk, context)
+            forms = {
+                "alter_partitions_with_environment_context": (database, table, chunk, context),
+                # Without the context, a server that lacks the call keeps the statistics only if told by its
+                # own settings (hive.stats.autogather=false in sqlext's hive-site.xml).
+                "alter_partitions": (database, table, chunk),
+            }
+            self.call_served("alter_partitions", forms)
             return []
 
         _chunked(partitions, alter)

@@ -1,8 +1,10 @@
-"""Start, inspect and stop a real Hive Metastore Thrift server from the Hive jars inside pyspark.
+"""Start, inspect and stop a real Hive Metastore Thrift server: Hive 2.3 from the jars inside pyspark, or 3.1 / 4.x.
 
-The server is Hive 2.3's metastore (``org.apache.hadoop.hive.metastore.HiveMetaStore``, as shipped in
+The default server is Hive 2.3's metastore (``org.apache.hadoop.hive.metastore.HiveMetaStore``, as shipped in
 pyspark's ``jars/``), run by ``java`` as a detached process through :mod:`sqlext.catalog.metastore.bound`, which
-binds it to one address: 127.0.0.1 unless told otherwise. Its Thrift API has no authentication (anyone
+binds it to one address: 127.0.0.1 unless told otherwise. ``version`` 3.1 or 4 runs a standalone metastore
+of that version from jars fetched once from Maven Central, bound to the same address
+(:mod:`sqlext.catalog.metastore.versions`). Its Thrift API has no authentication (anyone
 who reaches the port may create, alter and drop every database, table and partition), so another address
 needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. Its state lives under a
 home directory:
@@ -35,16 +37,17 @@ from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
 from sqlext import process
-from sqlext.catalog.metastore import bound
+from sqlext.catalog.metastore import bound, versions
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
 from sqlext.netbind import connect_host, is_loopback
-from sqlext.paths import default_home, packaged_conf_dir, pyspark_jars_dir
+from sqlext.paths import default_home, packaged_conf_dir
 
 MAIN_CLASS = bound.MAIN_CLASS
 #: The main class of metastores started by earlier sqlext versions (on every interface): still stopped.
-HIVE_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+HIVE_MAIN_CLASS = versions.HIVE_MAIN_CLASS
 DEFAULT_PORT = 9083
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
 
@@ -82,6 +85,8 @@ class MetastoreSettings:
     insecure_no_auth: bool = False
     heap: str = "512m"
     startup_timeout_s: float = 180.0
+    #: The Hive version run: 2.3 (pyspark's jars, the default), 3.1 or 4 (fetched from Maven Central).
+    version: HiveVersion = HiveVersion.V2_3
 
     @classmethod
     def from_config(cls, config: SqlextConfig) -> MetastoreSettings:
@@ -90,6 +95,7 @@ class MetastoreSettings:
         try:
             port = int(v.get(cfg.METASTORE_PORT, "9083"))
             backend = Backend(v.get(cfg.METASTORE_BACKEND, "derby"))
+            version = versions.release(v.get(cfg.METASTORE_VERSION, HiveVersion.V2_3.value)).version
         except ValueError as exc:
             raise ConfigError(f"Invalid embedded metastore setting: {exc}.") from None
         home = Path(v[cfg.METASTORE_HOME]) if cfg.METASTORE_HOME in v else default_home() / "metastore"
@@ -112,6 +118,7 @@ class MetastoreSettings:
             ),
             hadoop_conf_dir=Path(v[cfg.METASTORE_HADOOP_CONF_DIR]) if cfg.METASTORE_HADOOP_CONF_DIR in v else None,
             classpath=tuple(entry for entry in v.get(cfg.METASTORE_CLASSPATH, "").split(os.pathsep) if entry),
+            version=version,
         )
 
     def __post_init__(self) -> None:
@@ -238,6 +245,7 @@ def start(settings: MetastoreSettings) -> StartResult:
             "choose another port (--port) or stop that process."
         )
     java = find_java()
+    versions.check_home(settings.home, settings.version)
     if not is_loopback(settings.host):
         log.warning(
             "The Hive Metastore listens on %s:%d without authentication: anyone who reaches it can create, "
@@ -262,15 +270,18 @@ def stop(settings: MetastoreSettings, timeout_s: float = 30.0) -> bool:
 
 
 def _command(settings: MetastoreSettings, java: str) -> list[str]:
+    release = versions.release(settings.version)
+    jars_dir = release.jars_dir()
     settings.home.mkdir(parents=True, exist_ok=True)
-    _write_hive_site(settings)
+    _write_hive_site(settings, release.host_properties(settings.host))
     jdbc_url, _, driver_jar = settings.connection()
     classpath = [str(settings.conf_dir.resolve())]
     hadoop_dir = _hadoop_conf_dir(settings)
     if hadoop_dir is not None:
         classpath.append(str(hadoop_dir.resolve()))
-    classpath.append(str(bound.classes_dir(java)))
-    classpath.append(str(pyspark_jars_dir() / "*"))
+    if release.bound_source is not None:
+        classpath.append(str(bound.classes_dir(java, release.bound_source, jars_dir)))
+    classpath.append(str(jars_dir / "*"))
     classpath.extend(settings.classpath)
     if driver_jar is not None:
         if not driver_jar.is_file():
@@ -290,15 +301,14 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         f"-Dderby.stream.error.file={(settings.home / 'logs' / 'derby.log').resolve()}",
         "-cp",
         os.pathsep.join(classpath),
-        MAIN_CLASS,
-        "--host",
-        settings.host,
+        release.main_class,
+        *(() if release.bind_host_key else ("--host", settings.host)),
         "-p",
         str(settings.port),
     ]
 
 
-def _write_hive_site(settings: MetastoreSettings) -> None:
+def _write_hive_site(settings: MetastoreSettings, extra: tuple[tuple[str, str], ...] = ()) -> None:
     jdbc_url, driver_class, _ = settings.connection()
     template = Template((packaged_conf_dir() / "hive-site.xml.template").read_text())
     values = {
@@ -311,6 +321,8 @@ def _write_hive_site(settings: MetastoreSettings) -> None:
     }
     settings.conf_dir.mkdir(parents=True, exist_ok=True)
     xml = template.substitute({key: escape(value) for key, value in values.items()})
+    lines = "".join(f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in extra)
+    xml = xml.replace("</configuration>", lines + "</configuration>")
     (settings.conf_dir / "hive-site.xml").write_text(xml)
     _write_core_site(settings)
 
@@ -388,6 +400,8 @@ def _answers(uri: str, timeout_s: float) -> bool:
 def _live_pid(settings: MetastoreSettings) -> int | None:
     """The pid in this home's pid file, if that process is alive and is our metastore on that port."""
     port = str(settings.port)
-    return process.live_pid(settings.pid_file, MAIN_CLASS, port) or process.live_pid(
-        settings.pid_file, HIVE_MAIN_CLASS, port
-    )
+    for main_class in versions.main_classes():
+        pid = process.live_pid(settings.pid_file, main_class, port)
+        if pid is not None:
+            return pid
+    return None

@@ -10,6 +10,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.cli import main
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import BATCH_SUFFIX, FileSystemSink, running_insert
@@ -48,9 +49,53 @@ def _partition_names(hms: MetastoreClient, table: TableDefinition) -> list[str]:
     return sorted(hms.get_partition_names(table.identifier.database, table.identifier.name))
 
 
-def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
-    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+def _rows_in_hms_partitions(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
+    """Rows of each partition the HMS lists, counted in the parquet files at its location: what a
+    Hive-protocol reader sees, whichever metastore Spark's catalog reads."""
+    import pyarrow.parquet as pq
+
+    database, name = table.identifier.database, table.identifier.name
+    counts = {}
+    for partition, name_ in zip(
+        hms.get_partitions_by_names(database, name, _partition_names(hms, table)),
+        _partition_names(hms, table),
+        strict=True,
+    ):
+        fs = FileSystem(partition.sd.location)
+        files = [f for f in fs.list_files(partition.sd.location, recursive=False) if f.relative[0] not in "_."]
+        counts[name_] = sum(pq.read_metadata(fs.open_input(f.uri)).num_rows for f in files)
+    return counts
+
+
+# The metastore tests every version runs (version_metastore: 2.3 embedded, 3.1 and 4 fetched): partition
+# commit with statistics, `sqlext commits`, a late re-commit (alter), INSERT OVERWRITE and drop.
+
+
+def test_the_client_probes_each_call_once_and_keeps_the_form_the_server_serves(
+    version_metastore: BackendMetastore, tmp_path: Path
 ) -> None:
+    """Here, not in tests/catalog, so that each version's metastore starts once per test worker."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    table = keyed_table("probe_db", "probed", tmp_path / "table")
+    with MetastoreClient(version_metastore.uri) as client:
+        create_in_hms(client, table)
+        stored = client.get_table("probe_db", "probed")
+        assert stored is not None and stored.tableName == "probed"
+        assert client.served == {"get_table": "get_table_req"}  # the first form, served by 2.3, 3.1 and 4
+
+        # The older form first: Hive 4.0.1 no longer serves get_table, so the probe falls to get_table_req.
+        request = ttypes.GetTableRequest(dbName="probe_db", tblName="probed")
+        found = client.call_served("old_first", {"get_table": ("probe_db", "probed"), "get_table_req": (request,)})
+        expected = "get_table_req" if version_metastore.settings.version is HiveVersion.V4 else "get_table"
+        assert client.served["old_first"] == expected
+        assert (found.table if expected == "get_table_req" else found).tableName == "probed"
+
+
+def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
+    spark, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    hms, metastore = version_hms, version_metastore.settings
     input_dir = tmp_path / "input"
     write_hourly_events(input_dir, START, hours=5, rows_per_hour=120)
     table = events_table(
@@ -93,23 +138,26 @@ def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(
         assert partition.parameters["numRows"] == "120"
         assert partition.sd.location.rstrip("/").endswith(f"dt={partition.values[0]}/hr={partition.values[1]}")
 
-    counts = {
-        (row.dt, row.hr): row.n
-        for row in spark.sql(
-            "SELECT dt, hr, count(*) AS n, count(DISTINCT id) AS d FROM sink_db.hourly GROUP BY dt, hr"
-        ).collect()
-    }
-    assert counts == {("2026-11-22", f"{h:02d}"): 120 for h in range(5)}
+    assert _rows_in_hms_partitions(hms, table) == {f"dt=2026-11-22/hr={h:02d}": 120 for h in range(5)}
+    if version_metastore.spark_catalog:
+        counts = {
+            (row.dt, row.hr): row.n
+            for row in spark.sql(
+                "SELECT dt, hr, count(*) AS n, count(DISTINCT id) AS d FROM sink_db.hourly GROUP BY dt, hr"
+            ).collect()
+        }
+        assert counts == {("2026-11-22", f"{h:02d}"): 120 for h in range(5)}
     assert not list((tmp_path / "table").glob("_sqlext/staging/*/*"))
 
 
 def test_commits_command_shows_each_batch_and_what_it_committed(
     spark,
-    hms: MetastoreClient,
-    metastore: MetastoreSettings,
+    version_metastore: BackendMetastore,
+    version_hms: MetastoreClient,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    hms, metastore = version_hms, version_metastore.settings
     write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=30)
     table = events_table("sink_db", "audited", tmp_path / "table")
     create_in_hms(hms, table)
@@ -226,8 +274,9 @@ def test_special_partition_values_stay_inside_the_table_dir_and_read_back_equal(
 
 
 def test_late_data_for_a_committed_partition_commits_it_again(
-    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+    spark, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
 ) -> None:
+    hms, metastore = version_hms, version_metastore.settings
     input_dir = tmp_path / "input"
     next_id = write_hourly_events(input_dir, START, hours=3, rows_per_hour=60)
     write_hourly_events(input_dir, START, hours=1, rows_per_hour=10, first_id=next_id)  # late rows for 00:00
@@ -253,8 +302,13 @@ def test_late_data_for_a_committed_partition_commits_it_again(
     [hour_zero] = hms.get_partitions_by_names("sink_db", "late", ["dt=2026-11-22/hr=00"])
     assert hour_zero.parameters["numRows"] == "70"
     assert hour_zero.parameters["numFiles"] == "2"
-    count = spark.sql("SELECT count(*) AS n FROM sink_db.late WHERE hr = '00'").collect()[0].n
-    assert count == 70
+    hour_zero_dir = tmp_path / "table" / "dt=2026-11-22" / "hr=00"
+    data_files = [f for f in hour_zero_dir.iterdir() if not f.name.startswith(("_", "."))]
+    assert hour_zero.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
+    assert _rows_in_hms_partitions(hms, table)["dt=2026-11-22/hr=00"] == 70
+    if version_metastore.spark_catalog:
+        count = spark.sql("SELECT count(*) AS n FROM sink_db.late WHERE hr = '00'").collect()[0].n
+        assert count == 70
 
 
 def test_a_partition_committed_again_by_another_insert_reads_back_whole_in_the_session_that_read_it(
@@ -298,8 +352,9 @@ def _write_batch(
 
 
 def test_batch_insert_commits_every_partition_and_overwrite_replaces_only_written_ones(
-    spark, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+    spark, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
 ) -> None:
+    hms, metastore = version_hms, version_metastore.settings
     table = keyed_table(
         "sink_db",
         "overwritten",
@@ -319,8 +374,10 @@ def test_batch_insert_commits_every_partition_and_overwrite_replaces_only_writte
     second = spark.createDataFrame([(100 + i, "b") for i in range(3)], "id BIGINT, p STRING")
     _write_batch(spark, table, metastore, second, tmp_path, overwrite=True)
 
-    read_back = sorted((r.id, r.p) for r in spark.sql("SELECT id, p FROM sink_db.overwritten").collect())
-    assert read_back == sorted([(i, "a") for i in range(10)] + [(100 + i, "b") for i in range(3)])
+    assert _rows_in_hms_partitions(hms, table) == {"p=a": 10, "p=b": 3}
+    if version_metastore.spark_catalog:
+        read_back = sorted((r.id, r.p) for r in spark.sql("SELECT id, p FROM sink_db.overwritten").collect())
+        assert read_back == sorted([(i, "a") for i in range(10)] + [(100 + i, "b") for i in range(3)])
     [b] = hms.get_partitions_by_names("sink_db", "overwritten", ["p=b"])
     assert b.parameters["numRows"] == "3"
     assert b.parameters["numFiles"] == str(
@@ -330,6 +387,11 @@ def test_batch_insert_commits_every_partition_and_overwrite_replaces_only_writte
     last = list(log.entries("batch_insert" + BATCH_SUFFIX))[-1]  # batch inserts log apart from streams
     assert last.operation == "overwrite" and last.replaced_files
     assert not list((tmp_path / "table").glob(".*")) and not list((tmp_path / "table").glob("*/.*"))
+
+    assert hms.drop_table("sink_db", "overwritten") is True
+    assert hms.get_table("sink_db", "overwritten") is None
+    assert "overwritten" not in hms.get_all_tables("sink_db")
+    assert (tmp_path / "table" / "p=b").is_dir(), "an external table's files outlive the drop"
 
 
 def test_idle_timeout_commits_quiet_partitions_without_a_new_batch(

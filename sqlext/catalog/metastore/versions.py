@@ -1,0 +1,157 @@
+"""The Hive Metastore versions the launcher starts: 2.3 from pyspark's jars, 3.1 and 4.x from Maven Central.
+
+Each :class:`Release` says where its jars come from, which program serves it on one address, and the
+settings it needs beyond ``conf/hive-site.xml.template``:
+
+- **2.3** (the default, nothing to download): Hive 2.3's metastore inside pyspark's ``jars/``, run by
+  ``BoundHiveMetaStore.java`` (Hive 2.3 has no bind-host setting).
+- **3.1**: ``org.apache.hive:hive-standalone-metastore:3.1.3`` with its dependencies (~53 MB), run by
+  ``BoundHiveMetaStore3.java`` (Hive 3.1 has no bind-host setting either).
+- **4**: ``org.apache.hive:hive-standalone-metastore-server:4.0.1`` (the newest Maven Central serves; 4.1+
+  are not published as a standalone server) with its dependencies and Hadoop 3.3.6's ``hadoop-hdfs``
+  (~111 MB), run by Hive's own ``HiveMetaStore`` with ``metastore.thrift.bind.host``.
+
+The schema is created on first start by DataNucleus (``datanucleus.schema.autoCreateAll``): Hive's
+``schematool`` needs the SQL scripts of the binary tarball, which Maven Central does not carry.
+A home's database holds one version's schema, so a home remembers the version that created it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from sqlext import jars
+from sqlext.errors import MetastoreError
+from sqlext.paths import pyspark_jars_dir
+
+HIVE_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+_HERE = Path(__file__).resolve().parent
+#: The file in a metastore home naming the Hive version whose schema its database holds.
+VERSION_FILE = "hive-version"
+
+
+class HiveVersion(StrEnum):
+    """The metastore versions ``sqlext metastore start --version`` knows."""
+
+    V2_3 = "2.3"
+    V3_1 = "3.1"
+    V4 = "4"
+
+
+#: Settings the standalone metastores (3.1, 4) need: the default expression proxy and housekeeping
+#: tasks are classes of Hive's query engine (hive-exec), which a standalone metastore does not ship.
+_STANDALONE_PROPERTIES = (
+    ("metastore.expression.proxy", "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy"),
+    ("metastore.task.threads.always", "org.apache.hadoop.hive.metastore.events.EventCleanerTask"),
+)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One metastore version: its jars, the program that serves it, and its extra settings."""
+
+    version: HiveVersion
+    #: The exact Hive version run.
+    full_version: str
+    #: Maven coordinates fetched with their dependencies (none: pyspark's own jars).
+    coordinates: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    #: The main class run.
+    main_class: str = HIVE_MAIN_CLASS
+    #: Java source of a launcher that binds the server socket itself (versions without a bind-host setting).
+    bound_source: Path | None = None
+    #: The setting that binds the server to one address, when the version has one.
+    bind_host_key: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def downloads(self) -> bool:
+        """True when the jars come from Maven Central rather than pyspark."""
+        return bool(self.coordinates)
+
+    def jars_dir(self) -> Path:
+        """The directory of this version's jars, fetched from Maven Central the first time."""
+        if not self.coordinates:
+            return pyspark_jars_dir()
+        return jars.fetch(f"hive-metastore-{self.version}", self.coordinates, exclude=self.exclude)
+
+    def is_fetched(self) -> bool:
+        """True when starting this version needs no download."""
+        return not self.coordinates or jars.is_fetched(f"hive-metastore-{self.version}", self.coordinates)
+
+    def host_properties(self, host: str) -> tuple[tuple[str, str], ...]:
+        """The settings of this version, with the bind host where the version has a setting for it."""
+        bind = ((self.bind_host_key, host),) if self.bind_host_key else ()
+        return self.properties + bind
+
+
+RELEASES: dict[HiveVersion, Release] = {
+    HiveVersion.V2_3: Release(
+        HiveVersion.V2_3, "2.3.10", main_class="BoundHiveMetaStore", bound_source=_HERE / "BoundHiveMetaStore.java"
+    ),
+    HiveVersion.V3_1: Release(
+        HiveVersion.V3_1,
+        "3.1.3",
+        coordinates=(
+            "org.apache.hive:hive-standalone-metastore:3.1.3",
+            # log4j-core comes without the API it was built against.
+            "org.apache.logging.log4j:log4j-api:2.17.1",
+        ),
+        main_class="BoundHiveMetaStore3",
+        bound_source=_HERE / "BoundHiveMetaStore3.java",
+        properties=_STANDALONE_PROPERTIES,
+    ),
+    HiveVersion.V4: Release(
+        HiveVersion.V4,
+        "4.0.1",
+        coordinates=(
+            "org.apache.hive:hive-standalone-metastore-server:4.0.1",
+            "org.apache.logging.log4j:log4j-api:2.18.0",
+            # The HMS handler loads HDFS classes (SnapshotException) on every create_database.
+            "org.apache.hadoop:hadoop-hdfs:3.3.6",
+        ),
+        # Its pom asks for hadoop-client-api/-runtime at a version Maven Central does not have (2.7.3).
+        exclude=("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime"),
+        bind_host_key="metastore.thrift.bind.host",
+        properties=_STANDALONE_PROPERTIES,
+    ),
+}
+
+
+def release(version: HiveVersion | str) -> Release:
+    """The release of a version (``"2.3"``, ``"3.1"``, ``"4"``); lists the known ones for another."""
+    try:
+        return RELEASES[HiveVersion(str(version))]
+    except ValueError:
+        known = ", ".join(v.value for v in HiveVersion)
+        raise MetastoreError(
+            f"Unknown Hive Metastore version '{version}'. Supported versions: {known}.",
+            option="version",
+            value=str(version),
+        ) from None
+
+
+def main_classes() -> tuple[str, ...]:
+    """Every main class a metastore started by sqlext may run (to recognise its process)."""
+    return tuple(dict.fromkeys([*(r.main_class for r in RELEASES.values()), HIVE_MAIN_CLASS]))
+
+
+def check_home(home: Path, version: HiveVersion) -> None:
+    """Refuse to start ``version`` on a home whose database another version created; record it otherwise."""
+    marker = home / VERSION_FILE
+    # A database without the file was made by an sqlext that only ran Hive 2.3.
+    legacy = (home / "metastore_db").is_dir() and HiveVersion.V2_3.value
+    if marker.is_file() or legacy:
+        recorded = marker.read_text().strip() if marker.is_file() else str(legacy)
+        if recorded != version.value:
+            raise MetastoreError(
+                f"The metastore home {home} holds a Hive {recorded} metastore database; Hive {version.value} "
+                f"cannot use it. Start it with --version {recorded}, or give another --home.",
+                option="version",
+                value=version.value,
+            )
+        return
+    home.mkdir(parents=True, exist_ok=True)
+    marker.write_text(version.value + "\n")

@@ -1,0 +1,80 @@
+"""`sqlext metastore start|status|stop --version 3.1|4`: a standalone Hive metastore of that version, fetched
+from Maven Central, on loopback, with its Derby schema created on first start, serving sqlext's client."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sqlext import process
+from sqlext.catalog.metastore import launcher, versions
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
+from sqlext.errors import MetastoreError
+from sqlext.table import Column, TableDefinition, TableIdentifier
+from tests.support.sockets import listeners_on, listening
+from tests.support.tables import create_in_hms
+from tests.support.waiting import free_port
+
+pytestmark = pytest.mark.hms
+
+
+def _sqlext(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sqlext.cli", *args], capture_output=True, text=True, env=dict(os.environ), timeout=900
+    )
+
+
+@pytest.mark.jars
+@pytest.mark.parametrize("version", [HiveVersion.V3_1, HiveVersion.V4], ids=["hive3.1", "hive4"])
+def test_start_serves_the_client_on_loopback_and_stop_leaves_nothing_listening(
+    version: HiveVersion, tmp_path: Path
+) -> None:
+    port, home = free_port(), tmp_path / "hms"
+    flags = ("--version", version.value, "--port", str(port), "--home", str(home))
+
+    started = _sqlext("metastore", "start", *flags)
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        assert started.stdout.strip() == f"thrift://127.0.0.1:{port}"
+        assert f"Hive Metastore {version.value} started" in started.stderr
+        settings = MetastoreSettings(port=port, home=home, version=version)
+        pid = launcher.status(settings).pid
+        assert pid is not None
+        assert {address for address, p in listening(pid) if p == port} == {ipaddress.IPv4Address("127.0.0.1")}
+        assert "running at" in _sqlext("metastore", "status", *flags).stdout
+
+        with MetastoreClient(settings.uri) as client:
+            client.create_database("versioned", location=(tmp_path / "versioned.db").as_uri())
+            columns = (Column("id", "BIGINT"), Column("p", "STRING"))
+            options = {"connector": "filesystem", "path": (tmp_path / "t").as_uri(), "format": "parquet"}
+            create_in_hms(client, TableDefinition(TableIdentifier("versioned", "t"), columns, options, ("p",)))
+            assert "versioned" in client.get_all_databases()
+            assert client.get_all_tables("versioned") == ["t"]
+            table = client.get_table("versioned", "t")
+            assert table is not None and table.tableType == "EXTERNAL_TABLE"
+            assert [c.name for c in table.partitionKeys] == ["p"]
+    finally:
+        stopped = _sqlext("metastore", "stop", *flags)
+    assert stopped.returncode == 0 and "stopped" in stopped.stdout
+    assert process.wait_for_exit(pid, 30)
+    assert listeners_on(port) == set()
+    assert (home / "hive-version").read_text().strip() == version.value
+
+
+def test_a_home_keeps_the_version_that_created_its_database(tmp_path: Path) -> None:
+    home = tmp_path / "hms"
+    (home / "metastore_db").mkdir(parents=True)  # made by an sqlext that only ran Hive 2.3
+
+    with pytest.raises(MetastoreError, match=r"holds a Hive 2\.3 metastore database; Hive 4 cannot use it"):
+        launcher.start(MetastoreSettings(port=free_port(), home=home, version=HiveVersion.V4))
+    unknown = re.escape("Unknown Hive Metastore version '5'. Supported versions: 2.3, 3.1, 4.")
+    with pytest.raises(MetastoreError, match=unknown):
+        versions.release("5")
