@@ -59,16 +59,17 @@ def cache_dir() -> Path:
     return Path(cache_home).expanduser().resolve() / "sqlext" / "jars"
 
 
-def fetched_dir(name: str, coordinates: Sequence[str]) -> Path:
-    """The directory the artifacts ``coordinates`` (with their dependencies) are fetched into; its name
-    is ``name`` plus a digest of the coordinates, so a new version never reuses an old directory."""
-    digest = hashlib.sha256("\n".join(sorted(coordinates)).encode()).hexdigest()[:10]
+def fetched_dir(name: str, coordinates: Sequence[str], exclude: Sequence[str] = ()) -> Path:
+    """The directory the artifacts ``coordinates`` (with their dependencies, less ``exclude``) are fetched
+    into; its name is ``name`` plus a digest of both, so a new version or exclusion never reuses an old one."""
+    key = "\n".join([*sorted(coordinates), *(f"-{pair}" for pair in sorted(exclude))])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return cache_dir() / f"{name}-{digest}"
 
 
-def is_fetched(name: str, coordinates: Sequence[str]) -> bool:
+def is_fetched(name: str, coordinates: Sequence[str], exclude: Sequence[str] = ()) -> bool:
     """True when :func:`fetch` has completed for these artifacts."""
-    return (fetched_dir(name, coordinates) / COMPLETE_MARKER).is_file()
+    return (fetched_dir(name, coordinates, exclude) / COMPLETE_MARKER).is_file()
 
 
 def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), timeout_s: float = 1800) -> Path:
@@ -76,7 +77,7 @@ def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), ti
     Central the first time (later calls return at once). ``exclude`` names ``group:artifact`` pairs left
     out with their dependencies. Raises :class:`JarFetchError` naming the artifacts and Ivy's report."""
     artifacts = [Artifact.parse(c) for c in coordinates]
-    target = fetched_dir(name, coordinates)
+    target = fetched_dir(name, coordinates, exclude)
     if (target / COMPLETE_MARKER).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)

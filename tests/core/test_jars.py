@@ -21,6 +21,7 @@ def test_the_directory_changes_with_the_versions(monkeypatch: pytest.MonkeyPatch
     first = jars.fetched_dir("junit", ["junit:junit:4.13.1"])
     assert first.parent == tmp_path and first.name.startswith("junit-")
     assert first != jars.fetched_dir("junit", ["junit:junit:4.13.2"])
+    assert first != jars.fetched_dir("junit", ["junit:junit:4.13.1"], exclude=["org.hamcrest:*"])
 
 
 @pytest.mark.jars

@@ -79,7 +79,9 @@ class Release:
 
     def is_fetched(self) -> bool:
         """True when starting this version needs no download."""
-        return not self.coordinates or jars.is_fetched(f"hive-metastore-{self.version}", self.coordinates)
+        return not self.coordinates or jars.is_fetched(
+            f"hive-metastore-{self.version}", self.coordinates, exclude=self.exclude
+        )
 
     def host_properties(self, host: str) -> tuple[tuple[str, str], ...]:
         """The settings of this version, with the bind host where the version has a setting for it."""
