@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 JARS_DIR ?= $(HOME)/.cache/sqlext/jars
 export SQLEXT_JARS_DIR = $(JARS_DIR)
 
-.PHONY: runtime install system-deps flink-venv demo test lint typecheck unit clean
+.PHONY: runtime install system-deps flink-venv jars demo test lint typecheck unit clean
 
 # sqlext and what it needs at run time: all `make demo` installs.
 runtime: $(VENV)/.runtime
@@ -42,6 +42,11 @@ flink-venv: $(FLINK_VENV)/.installed
 $(FLINK_VENV)/.installed:
 	@bash .ci/flink-venv.sh "$(PYTHON)" "$(FLINK_VENV)" "$(FLINK_SPEC)"
 
+# The Maven artifacts of the tests (a Kafka broker, Spark's Kafka source, S3A, an HDFS mini cluster, Hive 3.1
+# and 4 metastores), fetched side by side into $(JARS_DIR) before the tests start; later runs find them there.
+jars: install
+	$(PY) -m tests.support.prefetch
+
 demo: runtime
 	$(VENV)/bin/sqlext demo
 
@@ -59,7 +64,7 @@ unit: install
 # services); a file's tests stay on one worker, in order. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 
-test: install system-deps flink-venv lint typecheck
+test: install system-deps flink-venv lint typecheck jars
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 clean:

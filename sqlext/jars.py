@@ -84,7 +84,7 @@ def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), ti
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         log.info("fetching %s from Maven Central into %s", ", ".join(map(str, artifacts)), target)
-        _retrieve(artifacts, exclude, staging, timeout_s)
+        _retrieve(artifacts, exclude, staging, name, timeout_s)
         (staging / COMPLETE_MARKER).write_text("\n".join(map(str, artifacts)) + "\n")
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
@@ -126,7 +126,7 @@ def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str]) -> str:
 """
 
 
-def _retrieve(artifacts: Sequence[Artifact], exclude: Sequence[str], target: Path, timeout_s: float) -> None:
+def _retrieve(artifacts: Sequence[Artifact], exclude: Sequence[str], target: Path, name: str, timeout_s: float) -> None:
     java = shutil.which("java") or (Path(os.environ.get("JAVA_HOME", "")) / "bin" / "java").as_posix()
     ivy_file = target / "ivy.xml"
     ivy_file.write_text(_ivy_file(artifacts, exclude))
@@ -139,7 +139,8 @@ def _retrieve(artifacts: Sequence[Artifact], exclude: Sequence[str], target: Pat
         "-confs",
         "default",
         "-cache",
-        str(cache_dir() / ".ivy-cache"),
+        # One Ivy cache per set: Ivy does not lock its cache, and sets may be fetched at the same time.
+        str(cache_dir() / ".ivy-cache" / name),
         "-retrieve",
         f"{target}/[artifact]-[revision](-[classifier]).[ext]",
     ]
