@@ -93,6 +93,7 @@ class SqlextSession:
             MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
         )
         self.options: dict[str, str] = self._configured_options()
+        self._metastore_answered = False
         self._spark_sql = spark.sql
         #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).
         self.spark_sql = spark.sql
@@ -140,17 +141,26 @@ class SqlextSession:
         """Run one statement: a sqlext statement's result as rows, a statement passed to Spark as Spark's
         DataFrame."""
         statement = p.parse_statement(text)
-        if isinstance(statement, st.Passthrough):
-            if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
-                raise statement.error  # Spark writing into a sqlext table would bypass its sink
-            return self._spark_sql(text, *args, **kwargs)
         try:
+            self._wait_for_metastore()
+            if isinstance(statement, st.Passthrough):
+                if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
+                    raise statement.error  # Spark writing into a sqlext table would bypass its sink
+                return self._spark_sql(text, *args, **kwargs)
             self._check_metastore_unchanged()
             return self._execute(statement)
         except SqlextError as exc:
             if exc.statement is None:
                 exc.statement = statement.sql
             raise
+
+    def _wait_for_metastore(self) -> None:
+        """Before the session's first statement, sqlext's or Spark's, wait for the metastore as sqlext's client
+        waits (retries logged, up to ``spark.sqlext.metastore.retry.deadline``, then an error naming it): Spark's
+        Hive client, which runs the statements sqlext passes on, fails at once when the metastore is down."""
+        if not self._metastore_answered:
+            self.catalog.client.get_all_databases()
+            self._metastore_answered = True
 
     def _check_metastore_unchanged(self) -> None:
         """``spark.sqlext.metastore.uris`` is read once, when the session is extended: one set later (with
@@ -288,15 +298,15 @@ class SqlextSession:
 
     def _on_ResetOption(self, statement: st.ResetOption) -> DataFrame:
         """Spark's RESET [key] and sqlext's: the key (or every setting) wherever it lives."""
-        import re
 
         self.reset_options(statement.key)
         if not statement.quoted:
             return self._spark_sql(statement.sql)
-        # Flink's RESET 'key': Spark's RESET of the same key, when Spark can read it as one.
+        # Flink's RESET 'key': Spark's RESET of the same key, back-quoted (a '-' needs it), when Spark can
+        # read it as one.
         key = statement.key or ""
-        if re.fullmatch(r"[A-Za-z0-9_.\-]+", key):
-            return self._spark_sql(f"RESET {key}")
+        if key and "`" not in key:
+            return self._spark_sql(f"RESET `{key}`")
         return NO_ROWS.frame(self.spark)
 
     def _on_Insert(self, statement: st.Insert) -> StatementResult | DataFrame:

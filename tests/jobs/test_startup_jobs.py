@@ -54,7 +54,8 @@ def test_ddl_statements_and_an_insert_start_run_no_spark_job(spark: Any, hms: Me
     ]
     for statement in statements:
         rows, jobs = _run_counting_jobs(spark, statement)
-        assert rows, statement
+        # DDL answers as Spark's does, with no rows; the rest with rows
+        assert bool(rows) == statement.startswith(("SHOW", "DESCRIBE", "SET")), statement
         assert not jobs, f"{statement.split(chr(10))[0]} ran Spark jobs: {jobs}"
 
     # Spark itself lists the 40 directories with a job when a stream of them is defined: the insert may
