@@ -187,7 +187,7 @@ def resolve(
         elif mode == ko.SPECIFIC_OFFSETS:
             resolved[(topic, partition)] = low
         else:
-            resolved[(topic, partition)] = _reset(settings, topic, partition, low, high)
+            resolved[(topic, partition)] = reset_offset(settings, topic, partition, low, high)
     return resolved
 
 
@@ -208,7 +208,7 @@ def _committed(client: Any, settings: ReadSettings, partitions: list[tuple[str, 
     return {(a.topic, a.partition): int(a.offset) for a in answers if a.offset >= 0}
 
 
-def _reset(settings: ReadSettings, topic: str, partition: int, low: int, high: int) -> int:
+def reset_offset(settings: ReadSettings, topic: str, partition: int, low: int, high: int) -> int:
     """A partition without a committed offset: ``auto.offset.reset`` decides, default ``none`` (Flink's)."""
     reset = settings.client.get("auto.offset.reset", "none").lower()
     if reset in ("earliest", "smallest", "beginning"):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.kafka import options as ko
-from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings
+from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings, reset_offset
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -148,25 +148,9 @@ def starting_offsets(
             elif settings.startup_mode == ko.SPECIFIC_OFFSETS:
                 offset = _EARLIEST
             else:
-                offset = _reset(settings, topic, partition)
+                offset = reset_offset(settings, topic, partition, _EARLIEST, _LATEST)
             offsets.setdefault(topic, {})[str(partition)] = offset
     return json.dumps(offsets)
-
-
-def _reset(settings: ReadSettings, topic: str, partition: int) -> int:
-    reset = settings.client.get("auto.offset.reset", "none").lower()
-    if reset in ("earliest", "smallest", "beginning"):
-        return _EARLIEST
-    if reset in ("latest", "largest", "end"):
-        return _LATEST
-    group = f"group '{settings.group_id}'" if settings.group_id else "no group ('properties.group.id' is not set)"
-    raise KafkaSourceError(
-        f"Table {settings.table} starts from 'group-offsets', but {group} has no committed offset for partition "
-        f"{partition} of topic '{topic}', and 'properties.auto.offset.reset' is '{reset}'. Set it to 'earliest' or "
-        "'latest', or choose another 'scan.startup.mode'.",
-        option=ko.STARTUP_MODE.key,
-        value=ko.GROUP_OFFSETS,
-    )
 
 
 class _Admin:
