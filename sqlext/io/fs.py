@@ -117,6 +117,9 @@ def _backend(uri: str) -> Backend:
     return ArrowBackend()
 
 
+_TEMP_SUFFIX = ".tmp"
+
+
 class FileSystem:
     """File operations on the filesystem of one root URI (its scheme and authority)."""
 
@@ -188,7 +191,7 @@ class FileSystem:
             self._backend.write_new(target, data)
             return
         parent, _, name = target.rpartition("/")
-        temp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+        temp = f"{parent}/.{name}.{uuid.uuid4().hex}{_TEMP_SUFFIX}"
         self._backend.write_new(temp, data)
         try:
             self._backend.rename(temp, target)
@@ -197,6 +200,22 @@ class FileSystem:
             with contextlib.suppress(Exception):
                 self._backend.delete(temp, recursive=False)
             raise
+
+    def delete_abandoned_writes(self, uri: str) -> list[str]:
+        """Delete the hidden temp files that writes of ``uri`` killed before their rename left beside it, and
+        return their URIs. Lists ``uri``'s directory: for small directories such as a partition's."""
+        target = self._uri(uri)
+        if urlparse(target).scheme in WHOLE_OBJECT_SCHEMES:
+            return []  # written in one PUT: no temp file
+        parent, _, name = target.rpartition("/")
+        abandoned = [
+            status.uri
+            for status in self.list_files(parent, recursive=False)
+            if status.relative.startswith(f".{name}.") and status.relative.endswith(_TEMP_SUFFIX)
+        ]
+        for path in abandoned:
+            self._backend.delete(path, recursive=False)
+        return abandoned
 
     def write_text(self, uri: str, text: str) -> None:
         self.write_bytes(uri, text.encode("utf-8"))

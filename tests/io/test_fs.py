@@ -172,3 +172,16 @@ def test_a_failed_whole_file_write_leaves_no_temporary_file(tmp_path: Path, back
     with pytest.raises(Exception):  # noqa: B017 - the backends raise differently; what is left matters
         fs.write_bytes(join(tmp_path.as_uri(), "k=v"), b"")  # a file where a non-empty directory is
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["k=v", "k=v/part-0"]
+
+
+def test_the_temp_files_of_killed_writes_of_a_file_are_deleted_and_nothing_else(tmp_path: Path, backend: str) -> None:
+    partition = tmp_path / "dt=1"
+    partition.mkdir()
+    abandoned = [partition / "._SUCCESS.0123abcd.tmp", partition / "._SUCCESS.4567ef01.tmp"]
+    kept = [partition / "part-0.parquet", partition / ".part-0.parquet.crc", partition / "._OTHER.89ab.tmp"]
+    for path in abandoned + kept:
+        path.write_text("x")
+    fs = FileSystem(tmp_path.as_uri())
+    deleted = fs.delete_abandoned_writes(join(tmp_path.as_uri(), "dt=1/_SUCCESS"))
+    assert sorted(uri.rpartition("/")[2] for uri in deleted) == sorted(path.name for path in abandoned)
+    assert sorted(path.name for path in partition.iterdir()) == sorted(path.name for path in kept)

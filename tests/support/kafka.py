@@ -59,6 +59,15 @@ def _server_properties(home: Path, port: int, controller_port: int) -> str:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
+def _cluster_id() -> str:
+    """A random KRaft cluster id that does not start with '-' (Kafka's own ids never do: its command line would
+    take one that does for an option; one random id in 64 starts with it)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 @dataclass
 class KafkaBroker:
     """One Apache Kafka broker: its home (config, data, log) and ports; :meth:`start` and :meth:`stop` may be
@@ -86,7 +95,7 @@ class KafkaBroker:
         controller_port = next(p for p in iter(free_port, None) if p != port)
         broker = cls(home, port, controller_port)
         (home / "server.properties").write_text(_server_properties(home, port, controller_port))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = _cluster_id()
         config = str(home / "server.properties")
         formatted = subprocess.run(
             [*broker._java("kafka.tools.StorageTool"), "format", "-t", cluster_id, "-c", config],

@@ -160,7 +160,10 @@ class SuccessFilePolicy(PartitionCommitPolicy):
                 option="sink.partition-commit.success-file.name",
                 value=self.file_name,
             )
-        context.fs.write_bytes(f"{context.path}/{self.file_name}", b"")
+        success_file = f"{context.path}/{self.file_name}"
+        # A driver killed while writing it left a hidden temp file; the re-commit after a restart removes it.
+        context.fs.delete_abandoned_writes(success_file)
+        context.fs.write_bytes(success_file, b"")
 
 
 def statistics(context: PartitionCommitContext) -> dict[str, str]:
