@@ -1,12 +1,12 @@
 """The programs that run a Hive 2.3 or 3.1 metastore on one address: ``BoundHiveMetaStore.java`` (2.3) and
-``BoundHiveMetaStore3.java`` (3.1), next to this module.
+``BoundHiveMetaStore3.java`` (3.1), next to this module, each with what both share (``MetastoreThriftServer.java``).
 
 Hive 2.3's ``HiveMetaStore.main`` and 3.1's ``startMetaStore`` listen on every interface and have no
 setting to change that (``metastore.thrift.bind.host`` exists from Hive 4). Each program serves the same
 Hive classes with the server socket bound to the address given. It is compiled once, against the jars it
 runs with (pyspark's for 2.3, the fetched ones for 3.1), with the Java compiler of the ``java`` that runs
 the metastore (the ``jdk.compiler`` module; Debian's ``openjdk-17-jre-headless`` has it), into a cache
-directory named after the source and the jars it was compiled against.
+directory named after the sources and the jars they were compiled against.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sqlext.paths import pyspark_jars_dir
 
 MAIN_CLASS = "BoundHiveMetaStore"
 SOURCE = Path(__file__).resolve().parent / f"{MAIN_CLASS}.java"
+SHARED_SOURCE = SOURCE.with_name("MetastoreThriftServer.java")
 
 
 def cache_dir() -> Path:
@@ -35,7 +36,9 @@ def classes_dir(java: str, source: Path = SOURCE, jars_dir: Path | None = None) 
     """The directory holding the compiled ``source`` (default ``BoundHiveMetaStore``, against pyspark's jars,
     else against the jars of ``jars_dir``), compiling it first if needed."""
     jars = sorted((jars_dir or pyspark_jars_dir()).glob("*.jar"))
-    key = hashlib.sha256(source.read_bytes() + "|".join(jar.name for jar in jars).encode()).hexdigest()[:16]
+    sources = [source, SHARED_SOURCE]
+    text = b"".join(path.read_bytes() for path in sources)
+    key = hashlib.sha256(text + "|".join(jar.name for jar in jars).encode()).hexdigest()[:16]
     target = cache_dir() / f"metastore-launcher-{key}"
     compiled = target / f"{source.stem}.class"
     if compiled.is_file():
@@ -43,7 +46,7 @@ def classes_dir(java: str, source: Path = SOURCE, jars_dir: Path | None = None) 
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=".compiling-"))
     try:
-        _compile(java, jars, scratch, source)
+        _compile(java, jars, scratch, sources)
         scratch.rename(target)
     except OSError:
         if not compiled.is_file():  # else a concurrent start compiled it first
@@ -53,7 +56,7 @@ def classes_dir(java: str, source: Path = SOURCE, jars_dir: Path | None = None) 
     return target
 
 
-def _compile(java: str, jars: list[Path], out: Path, source: Path) -> None:
+def _compile(java: str, jars: list[Path], out: Path, sources: list[Path]) -> None:
     command = [
         java,
         "-m",
@@ -65,7 +68,7 @@ def _compile(java: str, jars: list[Path], out: Path, source: Path) -> None:
         str(out),
         "-cp",
         os.pathsep.join(str(jar) for jar in jars),
-        str(source),
+        *(str(path) for path in sources),
     ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode == 0:
@@ -73,8 +76,8 @@ def _compile(java: str, jars: list[Path], out: Path, source: Path) -> None:
     output = (result.stderr + result.stdout).strip()
     if "jdk.compiler" in output and "not found" in output.lower():
         raise MetastoreError(
-            f"Cannot compile the embedded metastore's launcher ({source.name}): '{java}' has no Java compiler "
+            f"Cannot compile the embedded metastore's launcher ({sources[0].name}): '{java}' has no Java compiler "
             "(module jdk.compiler). Install a full Java 17 runtime or JDK (Debian: openjdk-17-jre-headless, "
             "others: openjdk-17-jdk-headless), or set spark.sqlext.metastore.uris to an existing metastore."
         )
-    raise MetastoreError(f"Cannot compile the embedded metastore's launcher {source}:\n{output}")
+    raise MetastoreError(f"Cannot compile the embedded metastore's launcher {sources[0]}:\n{output}")
