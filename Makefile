@@ -61,11 +61,12 @@ unit: install
 	$(PY) -m pytest -m "not hms and not spark and not postgres and not flink" $(PYTEST_ARGS)
 
 # Test files run on $(TEST_WORKERS) pytest-xdist workers (each with its own metastore, Spark session and
-# services); a file's tests stay on one worker, in order. TEST_WORKERS=0 runs them in this process.
+# services); a file's tests stay on one worker, in order. Files are handed out longest first, by the seconds
+# recorded in tests/file_durations.json (tests/support/ordering.py), not by their number of tests. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 
 test: install system-deps flink-venv lint typecheck jars
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache

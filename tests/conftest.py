@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.support.flink",
     "tests.support.kafka",
     "tests.support.stores",
+    "tests.support.ordering",
 ]
