@@ -112,6 +112,11 @@ class ConnectorFactory(ABC):
             value=self.identifier,
         )
 
+    def explain_failure(self, failure: str) -> str | None:
+        """What to tell the user about a streaming query that failed with ``failure`` (its error's text),
+        when the sources or sinks this factory made in this process can say more than the error does."""
+        return None
+
 
 _references: dict[str, list[str]] | None = None
 _loaded: dict[str, ConnectorFactory] = {}
@@ -185,6 +190,15 @@ def find_factory(identifier: str) -> ConnectorFactory:
     factory = _load(identifier, _single_reference(identifier, references))
     _loaded[identifier] = factory
     return factory
+
+
+def explain_query_failure(failure: str) -> str | None:
+    """The first explanation of a failed query's error that a factory used in this process gives."""
+    for factory in list(_loaded.values()):
+        explained = factory.explain_failure(failure)
+        if explained:
+            return explained
+    return None
 
 
 def factories() -> dict[str, ConnectorFactory]:

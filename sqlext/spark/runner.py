@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlext.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.errors import SqlextError
+from sqlext.registry import explain_query_failure
 from sqlext.spark import memory
 from sqlext.sql.parser import split_statements
 
@@ -173,7 +174,8 @@ def failure_hint(failure: str) -> str:
             "('source.ignore-corrupt-files' = 'true'); then run again: the insert resumes at the batch that "
             "failed, and nothing of that batch was committed."
         )
-    return ""
+    explained = explain_query_failure(failure)
+    return f"\nsqlext: {explained}" if explained else ""
 
 
 def run_file(path: str | Path, conf: Mapping[str, str]) -> int:

@@ -23,6 +23,7 @@ from sqlext.connectors.filesystem.event_time import batch_end_watermark
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import MetastoreUnavailableError
 from sqlext.io.fs import FileSystem, join
+from sqlext.registry import explain_query_failure
 from sqlext.sink import InsertPlan, TableSink
 from sqlext.table import TableDefinition
 
@@ -89,7 +90,13 @@ class RunningInsert:
                     self.committer.tick()
             failure = self.query.exception()
             if failure is not None:
-                log.error("%s: the query failed; nothing of its failed batch is committed: %s", self.name, failure)
+                explained = explain_query_failure(str(failure))
+                log.error(
+                    "%s: the query failed; nothing of its failed batch is committed: %s%s",
+                    self.name,
+                    failure,
+                    f"\n{explained}" if explained else "",
+                )
             elif self.bounded and not self.stopped:
                 self._end_of_input()
         except BaseException as exc:  # reported through wait(); the thread must not die silently

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -142,13 +142,26 @@ def _partitions(found: Mapping[str, list[int]]) -> list[tuple[str, int]]:
     return [(topic, partition) for topic, partitions in sorted(found.items()) for partition in partitions]
 
 
+def deleted_topics_message(settings: ReadSettings, topics: Sequence[str]) -> str:
+    """The error of a query whose topics were deleted while it read them (either source)."""
+    return (
+        f"Topic(s) {', '.join(topics)} of table {settings.table} no longer exist on Kafka broker(s) "
+        f"{settings.brokers}: deleted while the query read them. Nothing of the failed batch was committed; the "
+        "checkpoint keeps the offsets read up to the deletion."
+    )
+
+
 def watermarks(client: Any, settings: ReadSettings, topic: str, partition: int) -> tuple[int, int]:
     """(earliest, latest) offsets of one partition, asked of the broker."""
-    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
     try:
         low, high = client.get_watermark_offsets(TopicPartition(topic, partition), timeout=settings.timeout_s)
     except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # listed when the query started: deleted since
+            raise KafkaSourceError(
+                deleted_topics_message(settings, [topic]), option=ko.TOPIC.key, value=topic
+            ) from None
         raise KafkaSourceError(
             f"Kafka broker(s) {settings.brokers} gave no offsets for partition {partition} of topic '{topic}' "
             f"(table {settings.table}) within {settings.timeout_s:g} s: {exc.args[0]}",

@@ -81,6 +81,14 @@ class KafkaTableFactory(ConnectorFactory):
         """Bounded when ``scan.bounded.mode`` is not ``unbounded``."""
         return Options(table.options).get(ko.BOUNDED_MODE) != ko.UNBOUNDED
 
+    def __init__(self) -> None:
+        #: The tables this process reads through Spark's Kafka source: their brokers explain its errors.
+        self._spark_reads: dict[str, tuple[Any, ReadSettings]] = {}
+
+    def explain_failure(self, failure: str) -> str | None:
+        """A topic deleted under a query read by Spark's source, named with its table and brokers."""
+        return spark_source.explain_deleted_topics(failure, list(self._spark_reads.values()))
+
     def create_source(self, context: SourceContext) -> DataFrame:
         """The table's rows from Spark's Kafka source or sqlext's own (see the module docstring)."""
         table = context.table
@@ -106,6 +114,7 @@ class KafkaTableFactory(ConnectorFactory):
         if choice != "sqlext" and not reason:
             LOG.info("Kafka table %s is read by Spark's Kafka source (format 'kafka').", table.identifier)
             raw = spark_source.read(context.spark, settings, context.streaming)
+            self._spark_reads[settings.table] = (context.spark, settings)
         else:
             why = "chosen by " + SOURCE_CONF if choice == "sqlext" else reason
             LOG.info(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext.connectors.kafka import options as ko
-from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings, reset_offset
+from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings, deleted_topics_message, reset_offset
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -177,13 +177,17 @@ class _Admin:
     def _get(self, future: Any) -> Any:
         return future.get(int(self.settings.timeout_s * 1000), self.jvm.java.util.concurrent.TimeUnit.MILLISECONDS)
 
+    def topic_names(self) -> list[str]:
+        """Every topic on the broker(s), sorted."""
+        return sorted(str(name) for name in self._get(self.client.listTopics().names()))
+
     def topic_partitions(self) -> dict[str, list[int]]:
         """Topic -> partitions the table reads; :class:`KafkaSourceError` for a dead broker or missing topic."""
         import re
 
         s = self.settings
         try:
-            names = sorted(str(name) for name in self._get(self.client.listTopics().names()))
+            names = self.topic_names()
         except Exception as exc:
             raise KafkaSourceError(
                 f"Kafka broker(s) {s.brokers} did not answer for {s.subscription} of table {s.table} within "
@@ -223,6 +227,24 @@ class _Admin:
         for item in items:
             java_list.add(item)
         return java_list
+
+
+def explain_deleted_topics(failure: str, reads: list[tuple[Any, ReadSettings]]) -> str | None:
+    """For a query that failed with Kafka's ``UnknownTopicOrPartitionException`` (which names neither topic nor
+    broker): which topics of the tables read through Spark's source (``(spark, settings)`` each) are gone."""
+    if "UnknownTopicOrPartitionException" not in failure:
+        return None
+    explained = []
+    for spark, settings in reads:
+        try:
+            with _Admin(spark, settings) as admin:
+                names = admin.topic_names()
+        except Exception:  # the broker cannot say: Spark's own error stands
+            continue
+        gone = [topic for topic in settings.topics or [] if topic not in names]
+        if gone:
+            explained.append(deleted_topics_message(settings, gone))
+    return "\n".join(explained) or None
 
 
 def _cause(exc: Exception) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from sqlext.connectors.kafka.client import KafkaSourceError
 from sqlext.connectors.kafka.factory import SOURCE_CONF
-from sqlext.registry import SourceContext, find_factory, validate_table
+from sqlext.registry import SourceContext, explain_query_failure, find_factory, validate_table
 from sqlext.sql.parser import parse_statement
 from sqlext.table import TableDefinition
 from tests.support.kafka import CLIENT_LOG, KafkaBroker, Record, add_spark_kafka, json_events, start_broker
@@ -229,6 +229,33 @@ def test_a_dead_broker_is_named_after_the_clients_timeout(spark: Any, kafka_read
     assert failure.value.message.startswith(
         f"Kafka broker(s) {dead} did not answer for topic(s) events of table src_db.dead within 2 s"
     )
+
+
+def test_a_topic_deleted_under_a_running_query_is_named_with_its_table_and_broker(
+    kafka_broker: KafkaBroker, spark: Any, kafka_reader: str, tmp_path: Path
+) -> None:
+    topic = _topic(kafka_broker, 2)
+    kafka_broker.produce(topic, json_events(0, 5, DAY, 60, partitions=2))
+    table, name = _table(kafka_broker, topic, **{"properties.socket.timeout.ms": "2000"}), f"deleted_{topic}"
+    query = _stream(spark, table, tmp_path, name)
+    try:
+        wait_for(lambda: _ids(spark, name) == list(range(5)) or not query.isActive, 300, what="the rows")
+        assert query.isActive, f"failed before the topic was deleted: {query.exception()}"
+        kafka_broker.delete_topic(topic)
+        wait_for(lambda: not query.isActive, 300, what="the query to fail")
+    finally:
+        query.stop()
+    failure = str(query.exception())
+    # Spark's source fails with Kafka's own words, naming neither; sqlext's run and logs add the names.
+    told = failure if kafka_reader == "sqlext" else explain_query_failure(failure)
+    assert (
+        told is not None
+        and (
+            f"Topic(s) {topic} of table src_db.{topic} no longer exist on Kafka broker(s) {kafka_broker.bootstrap}: "
+            "deleted while the query read them."
+        )
+        in told
+    ), failure[:3000]
 
 
 def test_a_broker_that_dies_mid_stream_fails_the_own_sources_query_naming_broker_and_topic(
