@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from sqlext import jars
+from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.waiting import free_port, wait_for
 
 #: librdkafka's own log lines go here instead of stderr.
@@ -112,25 +113,12 @@ class KafkaBroker:
 
     def start(self, timeout_s: float = 120) -> None:
         """Start the broker and wait until it answers metadata requests."""
-        with self.log.open("ab") as out:
-            self.process = subprocess.Popen(
-                [*self._java("kafka.Kafka"), str(self.home / "server.properties")], stdout=out, stderr=out
-            )
-        process = self.process
-        wait_for(lambda: process.poll() is not None or self.is_up(), timeout_s, what="the Kafka broker to answer")
-        exited = process.poll()
-        assert exited is None, f"the Kafka broker exited with {exited}: {self.log.read_text()[-3000:]}"
+        command = [*self._java("kafka.Kafka"), str(self.home / "server.properties")]
+        self.process = start_daemon(command, self.log, self.is_up, "the Kafka broker", timeout_s)
 
     def stop(self) -> None:
         """Stop the broker (SIGTERM, a controlled shutdown; SIGKILL if it takes more than 30 s)."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
+        stop_daemon(self.process)
 
     def admin(self) -> Any:
         from confluent_kafka.admin import AdminClient

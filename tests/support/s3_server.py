@@ -17,11 +17,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
-from tests.support.waiting import free_port, wait_for
+from tests.support.daemons import start_daemon, stop_daemon
+from tests.support.waiting import free_port
 
 ACCESS_KEY = "sqlext-test"
 SECRET_KEY = "sqlext-test-secret"
@@ -125,29 +127,22 @@ def start_server(log: Path) -> S3Server:
     port = free_port()
     log.touch()
     command = [sys.executable, "-m", "tests.support.s3_server", "--port", str(port), "--log", str(log)]
-    errors = log.with_suffix(".out")
-    with errors.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=out, cwd=Path(__file__).resolve().parents[2])
-    server = S3Server(f"http://127.0.0.1:{port}", process, log)
-    wait_for(lambda: process.poll() is not None or _answers(server), 60, what="the S3 server to answer")
-    assert process.poll() is None, f"the S3 server exited with {process.returncode}: {errors.read_text()[-2000:]}"
-    return server
+    endpoint = f"http://127.0.0.1:{port}"
+    answers = partial(_answers, port)
+    process = start_daemon(command, log.with_suffix(".out"), answers, "the S3 server", 60, Path(__file__).parents[2])
+    return S3Server(endpoint, process, log)
 
 
 def stop_server(server: S3Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait(timeout=10)
+    """Stop the server process."""
+    stop_daemon(server.process, grace_s=10)
 
 
-def _answers(server: S3Server) -> bool:
+def _answers(port: int) -> bool:
     import socket
 
     try:
-        with socket.create_connection(("127.0.0.1", int(server.endpoint.rsplit(":", 1)[1])), timeout=1):
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True
     except OSError:
         return False

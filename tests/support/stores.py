@@ -20,6 +20,7 @@ from sqlext import jars
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.paths import pyspark_jars_dir
+from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.s3_server import S3Server, start_server, stop_server
 from tests.support.waiting import free_port, wait_for
 
@@ -95,11 +96,7 @@ def start_hdfs(home: Path) -> HdfsCluster:
         "-writeConfig",
         str(conf),
     ]
-    log = home / "minicluster.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=out, cwd=home)
-    wait_for(lambda: process.poll() is not None or conf.is_file(), 180, what="the HDFS mini cluster to start")
-    assert process.poll() is None, f"the mini cluster exited with {process.returncode}: {log.read_text()[-3000:]}"
+    process = start_daemon(command, home / "minicluster.log", conf.is_file, "the HDFS mini cluster", 180, home)
     wait_for(lambda: _default_fs(conf), 10, what="the mini cluster's configuration")
     # Clients on this machine reach the NameNode by loopback address: 'localhost' may resolve elsewhere first.
     return HdfsCluster(f"hdfs://127.0.0.1:{port}", process)
@@ -116,15 +113,6 @@ def _default_fs(conf: Path) -> str | None:
     return None
 
 
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
-
-
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """The session's S3 server, with its request log."""
@@ -138,7 +126,7 @@ def hdfs_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HdfsClust
     """The session's HDFS mini cluster."""
     cluster = start_hdfs(tmp_path_factory.mktemp("hdfs"))
     yield cluster
-    stop_process(cluster.process)
+    stop_daemon(cluster.process)
 
 
 @pytest.fixture(scope="session")
