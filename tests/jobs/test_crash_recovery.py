@@ -31,6 +31,7 @@ HMS_POINTS = ("after-log", "between-policies", "after-policies")
 FAULT_POINT_FS = {Backend.DERBY: "hadoop", Backend.POSTGRES: "pyarrow"}
 
 
+@pytest.mark.timeout(1500)  # eight Spark driver starts, each bounded by run_job's own timeout
 def test_a_crash_at_every_fault_point_then_restart_gives_every_row_exactly_once(
     backend_metastore: BackendMetastore, backend_hms: MetastoreClient, tmp_path: Path
 ) -> None:
