@@ -172,7 +172,7 @@ class PartitionCommitter:
         self._compact(ready)
         # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
         # they took as long as the metastore's calls one after another.
-        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table), ready))
+        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table, batch), ready))
         for index, policy in enumerate(self.policies):
             if index:
                 fault_point("between-policies", batch)
@@ -200,7 +200,7 @@ class PartitionCommitter:
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
 
-    def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
+    def _context(self, partition: PendingPartition, hms_table: Any, batch: int | None) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)
         files = data_files(self.fs, directory)
         rows: int | None = 0
@@ -224,6 +224,9 @@ class PartitionCommitter:
             metastore=self.metastore,
             hms_table=hms_table,
             row_count=rows,
+            query=self.query_name,
+            batch=batch,
+            first_seen_ms=partition.first_seen_ms,
         )
 
     def _may_be_cached(self, ready: list[PendingPartition], contexts: list[PartitionCommitContext]) -> bool:
