@@ -354,7 +354,7 @@ PARTITION_EXPIRATION_TIME = ConfigOption(
     "partition.expiration-time",
     DURATION,
     None,
-    "sqlext (Paimon's option): partitions older than this are dropped from the HMS and their files deleted, "
+    "sqlext: (Paimon's option) partitions older than this are dropped from the HMS and their files deleted, "
     "by a running streaming insert every partition.expiration-check-interval and by 'sqlext expire'. "
     "Unset: partitions never expire.",
     check=positive,
@@ -363,14 +363,14 @@ PARTITION_EXPIRATION_CHECK_INTERVAL = ConfigOption(
     "partition.expiration-check-interval",
     DURATION,
     timedelta(hours=1),
-    "sqlext (Paimon's option): how often a running streaming insert looks for expired partitions.",
+    "sqlext: (Paimon's option) how often a running streaming insert looks for expired partitions.",
     check=positive,
 )
 PARTITION_EXPIRATION_STRATEGY = ConfigOption(
     "partition.expiration-strategy",
     enum_type(EXPIRATION_VALUES_TIME, EXPIRATION_UPDATE_TIME, case_sensitive=True),
     EXPIRATION_VALUES_TIME,
-    "sqlext (Paimon's option): a partition's age is counted from 'values-time' (the time extracted from its "
+    "sqlext: (Paimon's option) a partition's age is counted from 'values-time' (the time extracted from its "
     "values with partition.time-extractor.*, in sink.partition-commit.watermark-time-zone) or 'update-time' "
     "(its last commit).",
 )
