@@ -1,5 +1,5 @@
-"""Partition expiration on a real HMS: ``sqlext expire`` (values-time, update-time, a crash mid-expiry) and a
-running streaming insert expiring at its check interval."""
+"""Partition expiration on a real HMS through ``sqlext expire``: values-time, update-time, a crash mid-expiry.
+A running streaming insert expiring at its check interval shares the insert of test_mark_done.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,14 +22,10 @@ from sqlext.connectors.filesystem.done_policies import DonePartitionPolicy
 from sqlext.connectors.filesystem.expiration import EXPIRATION_WRITER
 from sqlext.connectors.filesystem.files import data_files
 from sqlext.connectors.filesystem.policies import MetastorePolicy, PartitionCommitContext
-from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
-from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
-from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
-from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.hms]
 
@@ -131,33 +126,3 @@ def test_update_time_expiry_killed_after_the_drop_leaves_no_partition_without_fi
     assert again.returncode == 0, again.stderr[-3000:]
     assert not Path(tmp_path, "table", _name(stale)).exists()
     assert _listed(hms, table) == sorted([_name(fresh), _name(fresh) + ".done"]) and _has_files(table, fresh)
-
-
-@pytest.mark.spark
-def test_a_running_streaming_insert_expires_old_partitions_at_its_check_interval(
-    spark, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
-) -> None:
-    old, recent = NOW - timedelta(days=3), NOW - timedelta(hours=2)
-    next_id = write_hourly_events(tmp_path / "input", old, hours=2, rows_per_hour=10)
-    write_hourly_events(tmp_path / "input", recent, hours=2, rows_per_hour=10, first_id=next_id)
-    options = {"partition.expiration-time": "2 d", "partition.expiration-check-interval": "1 s"}
-    table = events_table("expire_db", "running", tmp_path / "table", **options)
-    create_in_hms(hms, table)
-    catalog = SimpleNamespace(metastore_uri=metastore.uri)
-    context = SimpleNamespace(spark=spark, table=table, catalog=catalog, config=None)
-    plan = InsertPlan("insert_expiring", (tmp_path / "checkpoint").as_uri())
-    query = FileSystemSink(context).start_stream(hourly_event_stream(spark, tmp_path / "input"), plan)
-    running = running_insert(str(query.id))
-    assert running is not None
-    try:
-        kept = sorted(_name(recent + timedelta(hours=h)) for h in range(2))
-        wait_for(lambda: _listed(hms, table) == kept, 180, what="the old partitions to leave the HMS")
-        wait_for(
-            lambda: not any(Path(tmp_path, "table", _name(old + timedelta(hours=h))).exists() for h in range(2)),
-            120,
-            what="the old partitions' files to be deleted after the reader grace",
-        )
-        assert all(_has_files(table, recent + timedelta(hours=h)) for h in range(2))
-    finally:
-        running.stop()
-        running.wait(120)

@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,6 +28,7 @@ from sqlext.sink import InsertPlan
 from tests.support.http_receiver import http_receiver
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
+from tests.support.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
 START = datetime(2026, 11, 22)
@@ -48,19 +49,28 @@ def _run_insert(spark, metastore: MetastoreSettings, table, input_dir: Path, che
     assert running is not None and running.wait(300) and query.exception() is None
 
 
-def _marked(hms: MetastoreClient, database: str, name: str, hour: int) -> bool:
-    spec = {"dt": "2026-11-22", "hr": f"{hour:02d}"}
+def _marked(hms: MetastoreClient, database: str, name: str, at: datetime) -> bool:
+    spec = {"dt": f"{at:%Y-%m-%d}", "hr": f"{at:%H}"}
     return bool(hms.call("isPartitionMarkedForEvent", database, name, spec, ttypes.PartitionEventType.LOAD_DONE))
+
+
+def _name(at: datetime) -> str:
+    return f"dt={at:%Y-%m-%d}/hr={at:%H}"
 
 
 @pytest.mark.spark
 @pytest.mark.hms
-def test_a_streaming_insert_marks_every_commit_done_in_the_hms_and_reports_it_once(
+def test_a_streaming_insert_marks_commits_done_reports_each_once_and_expires_old_partitions(
     spark, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
 ) -> None:
+    """One running insert for the policies and for expiration at the check interval (tests/.../test_expiration.py
+    has the rest of expiration)."""
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0, tzinfo=None)
+    old, recent = now - timedelta(days=3), [now - timedelta(hours=h) for h in (3, 2, 1)]
     input_dir = tmp_path / "input"
-    next_id = write_hourly_events(input_dir, START, hours=3, rows_per_hour=10)
-    write_hourly_events(input_dir, START, hours=1, rows_per_hour=5, first_id=next_id)  # late rows for 00:00
+    next_id = write_hourly_events(input_dir, old, hours=1, rows_per_hour=10)  # batch 0
+    next_id = write_hourly_events(input_dir, recent[0], hours=3, rows_per_hour=10, first_id=next_id)  # batches 1-3
+    write_hourly_events(input_dir, recent[0], hours=1, rows_per_hour=5, first_id=next_id)  # 4: late rows, recent[0]
     # The receiver is down for the first 3 attempts: the first report is retried until it answers.
     with http_receiver(refuse_first=3) as receiver:
         options = {
@@ -68,31 +78,47 @@ def test_a_streaming_insert_marks_every_commit_done_in_the_hms_and_reports_it_on
             "sink.partition-commit.http-report.url": receiver.url,
             "sink.partition-commit.http-report.timeout": "20 s",
             "sink.partition-commit.http-report.params": "owner=data-eng",
+            "partition.expiration-time": "2 d",
+            "partition.expiration-check-interval": "1 s",
         }
         table = events_table("done_db", "events", tmp_path / "table", **options)
         create_in_hms(hms, table)
-        _run_insert(spark, metastore, table, input_dir, tmp_path / "checkpoint", "insert_done")
+        catalog = SimpleNamespace(metastore_uri=metastore.uri)
+        context = SimpleNamespace(spark=spark, table=table, catalog=catalog, config=None)
+        plan = InsertPlan("insert_done", (tmp_path / "checkpoint").as_uri())
+        query = FileSystemSink(context).start_stream(hourly_event_stream(spark, input_dir), plan)
+        running = running_insert(str(query.id))
+        assert running is not None
+        real = [_name(at) for at in recent]
+        done = [name + ".done" for name in real]
+        try:
+            wait_for(lambda: len(receiver.accepted) >= 5, 240, what="5 reports")
+            wait_for(lambda: sorted(hms.get_partition_names("done_db", "events")) == sorted(real + done), 120)
+            wait_for(lambda: not (tmp_path / "table" / _name(old)).exists(), 120, what="the old partition's files")
+        finally:
+            running.stop()
+            running.wait(120)
 
-    real = _names(range(3))
-    done = [name + ".done" for name in real]
-    assert sorted(hms.get_partition_names("done_db", "events")) == sorted(real + done)
     [done_zero] = hms.get_partitions_by_names("done_db", "events", [done[0]])
     assert done_zero.parameters["numRows"] == "0"
-    assert not any((tmp_path / "table" / "dt=2026-11-22" / "hr=00.done").glob("[!_.]*")), "a done partition has data"
-    assert all(_marked(hms, "done_db", "events", hour) for hour in range(3))
-    assert not _marked(hms, "done_db", "events", 7)
+    assert not any((tmp_path / "table" / done[0]).glob("[!_.]*")), "a done partition has data"
+    assert not (tmp_path / "table" / (_name(old) + ".done")).exists()
+    assert all(_marked(hms, "done_db", "events", at) for at in recent)
+    assert not _marked(hms, "done_db", "events", now + timedelta(hours=5))
     assert all((tmp_path / "table" / name / "_SUCCESS").is_file() for name in real)
 
     assert len(receiver.attempts) == len(receiver.accepted) + 3
-    first, late = receiver.reports("dt=2026-11-22,hr=00")
+    [expired] = receiver.reports(_name(old).replace("/", ","))
+    assert expired["batch_id"] == 0
+    first, late = receiver.reports(real[0].replace("/", ","))
     assert (first["late"], late["late"]) == (False, True)
     assert first["id"] != late["id"]
     assert (first["rows"], late["rows"]) == (10, 15)
-    assert (first["batch_id"], late["batch_id"]) == (0, 3)
-    for hour in (1, 2):
-        [report] = receiver.reports(f"dt=2026-11-22,hr={hour:02d}")
-        assert report["late"] is False and report["rows"] == 10 and report["batch_id"] == hour
-    assert len(receiver.accepted) == 4, "one report per commit"
+    assert (first["batch_id"], late["batch_id"]) == (1, 4)
+    for batch, name in enumerate(real[1:], start=2):
+        [report] = receiver.reports(name.replace("/", ","))
+        assert report["late"] is False and report["rows"] == 10 and report["batch_id"] == batch
+    assert len(receiver.accepted) == 5, "one report per commit"
     assert first["table"] == "done_db.events"
     assert first["location"] == f"{(tmp_path / 'table').as_uri()}/{real[0]}"
     assert first["params"] == "owner=data-eng" and first["files"] >= 1 and first["query"] == "insert_done"
