@@ -20,14 +20,14 @@ from sqlext.cli.main import main
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.done_policies import DonePartitionPolicy
 from sqlext.connectors.filesystem.expiration import EXPIRATION_WRITER
+from sqlext.connectors.filesystem.factory import FileSystemTableFactory
 from sqlext.connectors.filesystem.files import data_files
 from sqlext.connectors.filesystem.policies import MetastorePolicy, PartitionCommitContext
+from sqlext.errors import OptionError
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
 from sqlext.table import TableDefinition
 from tests.support.tables import create_in_hms, events_table
-
-pytestmark = [pytest.mark.hms]
 
 REPO = Path(__file__).resolve().parents[3]
 NOW = datetime.now(UTC).replace(minute=0, second=0, microsecond=0, tzinfo=None)
@@ -71,6 +71,7 @@ def _has_files(table: TableDefinition, at: datetime) -> bool:
     return any(Path(table.options["path"].removeprefix("file://"), _name(at)).glob("part-*"))
 
 
+@pytest.mark.hms
 def test_sqlext_expire_drops_partitions_older_than_their_values_say_and_leaves_pending_ones(
     metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,6 +104,7 @@ def test_sqlext_expire_drops_partitions_older_than_their_values_say_and_leaves_p
     assert " expire " in shown and _name(old[0]) in shown
 
 
+@pytest.mark.hms
 def test_update_time_expiry_killed_after_the_drop_leaves_no_partition_without_files_and_finishes_on_rerun(
     metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
 ) -> None:
@@ -126,3 +128,21 @@ def test_update_time_expiry_killed_after_the_drop_leaves_no_partition_without_fi
     assert again.returncode == 0, again.stderr[-3000:]
     assert not Path(tmp_path, "table", _name(stale)).exists()
     assert _listed(hms, table) == sorted([_name(fresh), _name(fresh) + ".done"]) and _has_files(table, fresh)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("partition.expiration-time", "0 s", "greater than 0"),
+        ("partition.expiration-time", "a week", "duration"),
+        ("partition.expiration-check-interval", "-1 h", ""),
+        ("partition.expiration-strategy", "values", "values-time"),
+    ],
+)
+def test_bad_expiration_options_are_refused_naming_the_option_and_what_is_allowed(
+    tmp_path: Path, option: str, value: str, says: str
+) -> None:
+    with pytest.raises(OptionError) as raised:
+        FileSystemTableFactory().validate(events_table("db", "t", tmp_path, **{option: value}))
+    assert raised.value.option == option and value in raised.value.message
+    assert says in raised.value.message
