@@ -102,6 +102,9 @@ def test_sqlext_expire_drops_partitions_older_than_their_values_say_and_leaves_p
     assert main(["commits", "expire_db.by_values", "--metastore-uri", metastore.uri]) == 0
     [shown] = [line for line in capsys.readouterr().out.splitlines() if line.startswith(EXPIRATION_WRITER)]
     assert " expire " in shown and _name(old[0]) in shown
+    page = tmp_path / "timeline.html"
+    assert main(["commits", "expire_db.by_values", "--html", str(page), "--metastore-uri", metastore.uri]) == 0
+    assert page.read_text().count('data-kind="expired"') == len(old)
 
 
 @pytest.mark.hms
