@@ -12,9 +12,12 @@ costs one dictionary lookup. Points, in commit order:
 ``after-log``          the log says ``completed``; partition commit not started
 ``between-policies``   the first commit policy ran on the ready partitions, the next has not
 ``after-policies``     every policy ran; the trigger state is not saved yet
+``after-report``       the ``http-report`` policy reported the batch's ready partitions; the trigger state
+                       is not saved yet
 ``after-merge``        compaction: merged files written in the hidden work dir, recorded ``inflight``
 ``after-switch``       compaction: HMS readers read the work dir; the partition dir not yet changed
 ``mid-swap``           compaction: merged-away files moved out of the partition, merged files not yet in
+``after-expiry-drop``  expiration: the expired partitions are dropped from the HMS, their files not yet deleted
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ COMMIT_POINTS = (
     "after-policies",
 )
 COMPACTION_POINTS = ("after-merge", "after-switch", "mid-swap")
-POINTS = COMMIT_POINTS + COMPACTION_POINTS
+#: Reached only by tables with that policy or option.
+REPORT_POINTS = ("after-report",)
+EXPIRATION_POINTS = ("after-expiry-drop",)
+POINTS = COMMIT_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
 EXIT_CODE = 86
 
 

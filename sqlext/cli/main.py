@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.cli import thriftserver
+from sqlext.cli.storage import reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
-from sqlext.config import CLASSPATH_KEYS, METASTORE_URIS, SqlextConfig
+from sqlext.config import METASTORE_URIS, SqlextConfig
 from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
@@ -78,42 +79,12 @@ def _metastore_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _reach_storage(location: str, command_conf: Mapping[str, str]) -> None:
-    """Make a table's filesystem reachable from this CLI process, with the Spark conf's Hadoop keys.
-
-    ``file:`` tables are served by pyarrow. Any other scheme (``hdfs://``, ``viewfs://``, ``s3a://``, ...) by
-    Spark's Hadoop FileSystem: a local Spark JVM is started for it (a few seconds), configured with
-    ``--conf`` and the conf file, so the CLI reaches exactly what ``sqlext run`` reaches. ``SQLEXT_FS=pyarrow``
-    uses the JVM-less fallback instead (file:, viewfs links, s3a, hdfs through libhdfs).
-    """
-    import os
-    from urllib.parse import urlparse
-
-    from sqlext.config import conf_file, read_conf_file
-    from sqlext.io import arrowfs
-    from sqlext.io.fs import BACKEND_ENV
-
-    path = conf_file()
-    conf = {**(read_conf_file(path) if path.is_file() else {}), **command_conf}
-    arrowfs.configure(conf)
-    if (urlparse(location).scheme or "file") == "file" or os.environ.get(BACKEND_ENV, "").lower() == "pyarrow":
-        return
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local[1]").appName("sqlext-storage").config("spark.ui.enabled", "false")
-    for key, value in conf.items():
-        # The storage's jars (hadoop-aws for s3a://) come with the same keys as for ``sqlext run``.
-        if key.startswith(arrowfs.HADOOP_PREFIX) or key in CLASSPATH_KEYS:
-            builder = builder.config(key, value)
-    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
-
-
 def _commits(args: argparse.Namespace) -> int:
     from sqlext.jobs.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     conf = _command_conf(args)
     path = resolve_table_path(args.table, lambda: _metastore_uri(conf))
-    _reach_storage(path, conf)
+    reach_storage(path, conf)
     entries = commit_log_entries(path, args.query)
     if args.html:
         from sqlext.jobs.timeline import render_html
@@ -147,13 +118,20 @@ def _compact(args: argparse.Namespace) -> int:
     conf = _command_conf(args)
     with MetastoreClient(_metastore_uri(conf)) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
-        _reach_storage(table.options.get("path", ""), conf)
+        reach_storage(table.options.get("path", ""), conf)
         summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
     print(
         f"{table.identifier}: {summary.compacted} of {summary.partitions} partition(s) compacted, "
         f"{summary.files_before} files merged into {summary.files_after}"
     )
     return 0
+
+
+def _expire(args: argparse.Namespace) -> int:
+    from sqlext.cli.expire import run_expire
+
+    conf = _command_conf(args)
+    return run_expire(args, conf, _metastore_uri(conf))
 
 
 def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
@@ -414,6 +392,14 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_conf_flags(compact)
     compact.set_defaults(handler=_compact)
+
+    from sqlext.cli.expire import HELP as EXPIRE_HELP
+    from sqlext.cli.expire import add_arguments as add_expire_arguments
+
+    expire = commands.add_parser("expire", help=EXPIRE_HELP)
+    add_expire_arguments(expire)
+    _add_conf_flags(expire)
+    expire.set_defaults(handler=_expire)
 
     server = commands.add_parser(
         "thriftserver",

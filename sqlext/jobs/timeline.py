@@ -20,7 +20,7 @@ from sqlext.connectors.filesystem.commit_log import LogEntry
 
 #: Drawing geometry (SVG user units).
 _WIDTH, _LABEL, _ROW, _AXIS = 1100, 260, 18, 30
-_COLORS = {"append": "#4e79a7", "overwrite": "#59a14f", "compact": "#b07aa1"}
+_COLORS = {"append": "#4e79a7", "overwrite": "#59a14f", "compact": "#b07aa1", "expire": "#e15759"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class PartitionHistory:
     first_written_ms: int | None = None
     commits: list[PartitionCommit] = field(default_factory=list)
     compactions_ms: list[int] = field(default_factory=list)
+    #: When the partition expired (dropped from the HMS, files deleted): ``partition.expiration-time``.
+    expirations_ms: list[int] = field(default_factory=list)
 
     @property
     def lag_ms(self) -> int | None:
@@ -71,6 +73,10 @@ def partition_histories(entries: Iterable[LogEntry]) -> dict[str, PartitionHisto
         if entry.operation == "compact":
             for name in entry.partitions or entry.committed_partitions:
                 history(name).compactions_ms.append(_end_ms(entry))
+            continue
+        if entry.operation == "expire":
+            for name in entry.committed_partitions:
+                history(name).expirations_ms.append(_end_ms(entry))
             continue
         for name in entry.partitions:
             written = history(name)
@@ -178,6 +184,12 @@ def _partition_row(history: PartitionHistory, y: int, scale: _Scale) -> str:
             f'<rect class="compaction" data-kind="compaction" x="{x - 4:.1f}" y="{y + 5}" width="8" height="8">'
             f"<title>{name}: compacted at {_utc(when)}</title></rect>"
         )
+    for when in history.expirations_ms:
+        x = scale.x(when)
+        parts.append(
+            f'<rect class="expired" data-kind="expired" x="{x - 1.5:.1f}" y="{y + 1}" width="3" height="16">'
+            f"<title>{name}: expired at {_utc(when)} (dropped from the metastore, files deleted)</title></rect>"
+        )
     parts.append("</g>")
     return "".join(parts)
 
@@ -217,9 +229,10 @@ def _partition_table(histories: dict[str, PartitionHistory]) -> str:
         lag = f"{h.lag_ms / 1000:.1f}" if h.lag_ms is not None else "-"
         compacted = ", ".join(_utc(t) for t in h.compactions_ms) or "-"
         late = str(len(h.commits) - 1) if h.commits else "-"
-        cells = [h.partition, first, commits or "not committed", lag, late, compacted]
+        expired = ", ".join(_utc(t) for t in h.expirations_ms) or "-"
+        cells = [h.partition, first, commits or "not committed", lag, late, compacted, expired]
         rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
-    return _table("partition first&nbsp;written commits lag&nbsp;s late&nbsp;re-commits compacted", rows)
+    return _table("partition first&nbsp;written commits lag&nbsp;s late&nbsp;re-commits compacted expired", rows)
 
 
 def _table(head: str, rows: list[str]) -> str:
@@ -241,7 +254,7 @@ h1 {{ font-size: 18px; margin: 0 0 4px; }} h2 {{ font-size: 15px; margin: 20px 0
 .label, .section, .tick {{ font-size: 11px; }} .section {{ font-weight: bold; }}
 line.lag {{ stroke: #bbb; stroke-width: 4; }} line.pending {{ stroke: #e15759; stroke-dasharray: 4 3; }}
 line.tick {{ stroke: #eee; }} circle.commit {{ fill: #59a14f; }} circle.late {{ fill: #f28e2b; }}
-rect.compaction {{ fill: #b07aa1; }}
+rect.compaction {{ fill: #b07aa1; }} rect.expired {{ fill: #e15759; }}
 table {{ border-collapse: collapse; }}
 td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap; }}
 .legend span {{ margin-right: 14px; }}
@@ -251,7 +264,7 @@ td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-spac
 <p>{summary}</p>
 <p class="legend"><span style="color:#4e79a7">■ batch</span><span style="color:#b07aa1">■ compaction</span>
 <span style="color:#999">━ written, not yet committed (commit lag)</span><span style="color:#59a14f">● committed</span>
-<span style="color:#f28e2b">● late data, committed again</span></p>
+<span style="color:#f28e2b">● late data, committed again</span><span style="color:#e15759">▌ expired</span></p>
 {svg}
 <h2>Batches</h2>
 {batches}

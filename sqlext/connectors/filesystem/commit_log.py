@@ -61,7 +61,8 @@ class LogEntry:
     committed_partitions: list[str] = field(default_factory=list)
     replaced_files: list[str] = field(default_factory=list)
     operation: str = "append"
-    #: Compaction only: each merged file (final URI) and the files it replaced, in row order.
+    #: Compaction: each merged file (final URI) and the files it replaced, in row order. Expiration: each
+    #: expired partition (path) and its location.
     merged_from: dict[str, list[str]] = field(default_factory=dict)
     #: Compaction only: where HMS readers read the partition while its files are swapped (None: it
     #: was not in the HMS, so no reader could see the swap).

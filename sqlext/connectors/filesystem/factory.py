@@ -58,6 +58,14 @@ class FileSystemTableFactory(ConnectorFactory):
                 "is required.",
                 option=fso.COMMIT_POLICY_CLASS.key,
             )
+        if fso.POLICY_HTTP_REPORT in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
+            fso.HTTP_REPORT_URL
+        ):
+            raise OptionError(
+                "sink.partition-commit.policy.kind includes 'http-report', so "
+                "'sink.partition-commit.http-report.url' (an http:// or https:// URL) is required.",
+                option=fso.HTTP_REPORT_URL.key,
+            )
         if (
             options.get(fso.TIME_EXTRACTOR_KIND) == "custom"
             and not options.get(fso.TIME_EXTRACTOR_CLASS)

@@ -37,6 +37,11 @@ TRIGGER_PARTITION_TIME = "partition-time"
 POLICY_METASTORE = "metastore"
 POLICY_SUCCESS_FILE = "success-file"
 POLICY_CUSTOM = "custom"
+POLICY_DONE_PARTITION = "done-partition"
+POLICY_MARK_EVENT = "mark-event"
+POLICY_HTTP_REPORT = "http-report"
+EXPIRATION_VALUES_TIME = "values-time"
+EXPIRATION_UPDATE_TIME = "update-time"
 DEFAULT_POLICIES = (POLICY_METASTORE, POLICY_SUCCESS_FILE)
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -228,10 +233,20 @@ WATERMARK_TIME_ZONE = ConfigOption(
 )
 COMMIT_POLICY_KIND = ConfigOption(
     "sink.partition-commit.policy.kind",
-    enum_list_type(POLICY_METASTORE, POLICY_SUCCESS_FILE, POLICY_CUSTOM),
+    enum_list_type(
+        POLICY_METASTORE,
+        POLICY_SUCCESS_FILE,
+        POLICY_CUSTOM,
+        POLICY_DONE_PARTITION,
+        POLICY_MARK_EVENT,
+        POLICY_HTTP_REPORT,
+    ),
     None,
     "Policies run, in this order, on each partition when it is committed: 'metastore' (add or alter the HMS "
-    "partition with statistics), 'success-file' (write the success file), 'custom' (the policy class). "
+    "partition with statistics), 'success-file' (write the success file), 'custom' (the policy class); "
+    "sqlext, after Paimon's partition.mark-done-action: 'done-partition' (add the partition whose last value "
+    "ends in '.done' to the HMS), 'mark-event' (mark the HMS partition LOAD_DONE), 'http-report' (POST a JSON "
+    "report to sink.partition-commit.http-report.url). "
     "Unset on a partitioned table: 'metastore,success-file' (Flink commits nothing without it).",
 )
 COMMIT_POLICY_CLASS = ConfigOption(
@@ -251,6 +266,36 @@ SUCCESS_FILE_NAME = ConfigOption(
     STRING,
     "_SUCCESS",
     "The name of the success file written by the 'success-file' policy.",
+)
+
+
+def _http_url(url: str) -> str | None:
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url)
+    return None if parsed.scheme in ("http", "https") and parsed.netloc else "Expected an http:// or https:// URL."
+
+
+HTTP_REPORT_URL = ConfigOption(
+    "sink.partition-commit.http-report.url",
+    STRING,
+    None,
+    "sqlext: where the 'http-report' policy POSTs a JSON document per committed partition (required with it).",
+    check=_http_url,
+)
+HTTP_REPORT_TIMEOUT = ConfigOption(
+    "sink.partition-commit.http-report.timeout",
+    DURATION,
+    timedelta(seconds=5),
+    "sqlext: how long the 'http-report' policy retries a report (with backoff) before the insert fails "
+    "naming the URL; a restart reports again.",
+    check=positive,
+)
+HTTP_REPORT_PARAMS = ConfigOption(
+    "sink.partition-commit.http-report.params",
+    STRING,
+    None,
+    "sqlext: a string passed through as 'params' in every report of the 'http-report' policy.",
 )
 COMMIT_IDLE_TIMEOUT = ConfigOption(
     "sink.partition-commit.idle-timeout",
@@ -305,6 +350,31 @@ COMMIT_LOG_RETAINED_BATCHES = ConfigOption(
     check=positive,
 )
 
+PARTITION_EXPIRATION_TIME = ConfigOption(
+    "partition.expiration-time",
+    DURATION,
+    None,
+    "sqlext: (Paimon's option) partitions older than this are dropped from the HMS and their files deleted, "
+    "by a running streaming insert every partition.expiration-check-interval and by 'sqlext expire'. "
+    "Unset: partitions never expire.",
+    check=positive,
+)
+PARTITION_EXPIRATION_CHECK_INTERVAL = ConfigOption(
+    "partition.expiration-check-interval",
+    DURATION,
+    timedelta(hours=1),
+    "sqlext: (Paimon's option) how often a running streaming insert looks for expired partitions.",
+    check=positive,
+)
+PARTITION_EXPIRATION_STRATEGY = ConfigOption(
+    "partition.expiration-strategy",
+    enum_type(EXPIRATION_VALUES_TIME, EXPIRATION_UPDATE_TIME, case_sensitive=True),
+    EXPIRATION_VALUES_TIME,
+    "sqlext: (Paimon's option) a partition's age is counted from 'values-time' (the time extracted from its "
+    "values with partition.time-extractor.*, in sink.partition-commit.watermark-time-zone) or 'update-time' "
+    "(its last commit).",
+)
+
 COMPACTION_FILE_SIZE = ConfigOption(
     "compaction.file-size",
     MEMORY_SIZE,
@@ -348,6 +418,9 @@ SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     COMMIT_POLICY_CLASS,
     COMMIT_POLICY_CLASS_PARAMETERS,
     SUCCESS_FILE_NAME,
+    HTTP_REPORT_URL,
+    HTTP_REPORT_TIMEOUT,
+    HTTP_REPORT_PARAMS,
     COMMIT_IDLE_TIMEOUT,
     COMMIT_LOG_RETAINED_BATCHES,
     TIME_EXTRACTOR_KIND,
@@ -356,6 +429,9 @@ SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     TIME_EXTRACTOR_FORMATTER,
     AUTO_COMPACTION,
     COMPACTION_FILE_SIZE,
+    PARTITION_EXPIRATION_TIME,
+    PARTITION_EXPIRATION_CHECK_INTERVAL,
+    PARTITION_EXPIRATION_STRATEGY,
 )
 
 REQUIRED_OPTIONS: tuple[ConfigOption[Any], ...] = (PATH, FORMAT)

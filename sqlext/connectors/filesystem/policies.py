@@ -18,7 +18,7 @@ import copy
 import logging
 import time
 from abc import ABC
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +58,12 @@ class PartitionCommitContext:
     parameters: dict[str, Any] = field(default_factory=dict)
     #: Set by the metastore policy: the partition was not in the HMS before this commit added it.
     new_in_metastore: bool = False
+    #: The writing query, and the batch committing the partition (None: a commit by no batch, at the end of
+    #: the input or by a tick).
+    query: str = ""
+    batch: int | None = None
+    #: When the partition's pending data was first written (epoch ms): the same when a replay commits it again.
+    first_seen_ms: int | None = None
 
     @property
     def spec(self) -> dict[str, str]:
@@ -196,8 +202,13 @@ def new_partition(hms_table: ttypes.Table, context: PartitionCommitContext) -> t
     )
 
 
-def create_policies(options: Any) -> list[PartitionCommitPolicy]:
-    """The policies a table's options declare, in order (``options`` is a :class:`sqlext.options.Options`)."""
+#: Builds a policy from a table's options (``sqlext.options.Options``).
+PolicyBuilder = Callable[[Any], PartitionCommitPolicy]
+
+
+def create_policies(options: Any, builders: Mapping[str, PolicyBuilder] | None = None) -> list[PartitionCommitPolicy]:
+    """The policies a table's options declare, in order (``options`` is a :class:`sqlext.options.Options`);
+    ``builders`` build the kinds that live in other modules (the mark-done policies)."""
     kinds = options.get(fso.COMMIT_POLICY_KIND)
     if kinds is None:
         kinds = list(fso.DEFAULT_POLICIES)
@@ -207,6 +218,8 @@ def create_policies(options: Any) -> list[PartitionCommitPolicy]:
             policies.append(MetastorePolicy())
         elif kind == fso.POLICY_SUCCESS_FILE:
             policies.append(SuccessFilePolicy(options.get(fso.SUCCESS_FILE_NAME)))
+        elif builders and kind in builders:
+            policies.append(builders[kind](options))
         else:
             policies.append(
                 load_custom_policy(

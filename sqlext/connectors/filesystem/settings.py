@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.done_policies import MARK_DONE_POLICIES
 from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, create_extractor
 from sqlext.connectors.filesystem.policies import PartitionCommitPolicy, create_policies
 from sqlext.errors import ValidationError
@@ -91,7 +92,7 @@ class SinkSettings:
         return self.extractor() if self.trigger == fso.TRIGGER_PARTITION_TIME else None
 
     def policies(self) -> list[PartitionCommitPolicy]:
-        return create_policies(self.options) if self.partitioned else []
+        return create_policies(self.options, MARK_DONE_POLICIES) if self.partitioned else []
 
     def check_partition_time_needs_watermark(self, has_watermark: bool) -> None:
         """``partition-time`` without a watermark never commits in Flink; here it is an error."""

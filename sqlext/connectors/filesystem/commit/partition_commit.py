@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.trigger import (
     PartitionCommitTrigger,
     PendingPartition,
@@ -23,6 +24,7 @@ from sqlext.connectors.filesystem.commit.trigger import (
 )
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
 from sqlext.connectors.filesystem.compaction.compactor import Compactor
+from sqlext.connectors.filesystem.expiration import PartitionExpirer
 from sqlext.connectors.filesystem.files import count_rows, data_files
 from sqlext.connectors.filesystem.policies import PartitionCommitContext
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -72,6 +74,7 @@ class PartitionCommitter:
         self._compactor = Compactor(settings.table, self.metastore, settings.compaction_file_size)
         self._compactions_recovered = False
         self._committed_here: set[str] = set()
+        self._expirer = self._create_expirer()
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -159,8 +162,23 @@ class PartitionCommitter:
         return committed
 
     def tick(self) -> list[str]:
-        """Commit what is ready without a batch (idle timeout, process-time delays passing)."""
-        return self.commit_partitions(None, None)
+        """Commit what is ready without a batch (idle timeout, process-time delays passing); expire partitions
+        when ``partition.expiration-check-interval`` has passed."""
+        committed = self.commit_partitions(None, None)
+        if self._expirer is not None:
+            with self._lock:  # no batch moves files into a partition while it expires
+                try:
+                    self._expirer.check()
+                except Exception as exc:  # the next check tries again; writing goes on
+                    log.error("%s: partition expiration failed: %s", self.query_name, exc)
+        return committed
+
+    def _create_expirer(self) -> PartitionExpirer | None:
+        if self.metastore is None or not self.settings.partitioned:
+            return None
+        if self.settings.options.get(fso.PARTITION_EXPIRATION_TIME) is None:
+            return None
+        return PartitionExpirer(self.settings.table, self.metastore, pending=lambda: set(self.trigger.state.pending))
 
     def _run_policies(self, ready: list[PendingPartition], batch: int | None) -> None:
         hms_table = None
@@ -172,7 +190,7 @@ class PartitionCommitter:
         self._compact(ready)
         # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
         # they took as long as the metastore's calls one after another.
-        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table), ready))
+        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table, batch), ready))
         for index, policy in enumerate(self.policies):
             if index:
                 fault_point("between-policies", batch)
@@ -200,7 +218,7 @@ class PartitionCommitter:
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
 
-    def _context(self, partition: PendingPartition, hms_table: Any) -> PartitionCommitContext:
+    def _context(self, partition: PendingPartition, hms_table: Any, batch: int | None) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)
         files = data_files(self.fs, directory)
         rows: int | None = 0
@@ -224,6 +242,9 @@ class PartitionCommitter:
             metastore=self.metastore,
             hms_table=hms_table,
             row_count=rows,
+            query=self.query_name,
+            batch=batch,
+            first_seen_ms=partition.first_seen_ms,
         )
 
     def _may_be_cached(self, ready: list[PendingPartition], contexts: list[PartitionCommitContext]) -> bool:
