@@ -100,9 +100,10 @@ def _partitions(settings: MetastoreSettings) -> list[str]:
         return sorted(client.get_partition_names("metrics_db", "events"))
 
 
-def _status(tmp_path: Path, metastore_uri: str) -> dict[str, object]:
+def _status(tmp_path: Path, metastore_uri: str, *target: str) -> dict[str, object]:
+    """``sqlext status --json`` of ``target`` (a table; none: every checkpoint under the root), in another process."""
     done = subprocess.run(
-        [sys.executable, "-m", "sqlext.cli", "status", "metrics_db.events", "--json", "--metastore-uri", metastore_uri],
+        [sys.executable, "-m", "sqlext.cli", "status", *target, "--json", "--metastore-uri", metastore_uri],
         env={**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
@@ -185,7 +186,7 @@ def test_metrics_page_and_status_follow_a_streaming_insert_through_a_metastore_o
         assert final.total("sqlext_commit_duration_seconds_count", **LABELS) == 4
         assert final.total("sqlext_batch_duration_seconds_count", **LABELS) == 4
 
-        status = _status(tmp_path, own.uri)
+        status = _status(tmp_path, own.uri, "metrics_db.events")
         assert status["running"] and status["last_batch"] == 3
         assert status["last_commit_ms"] == max(e.completed_ms or 0 for e in entries)
         assert list(status["pending"]) == [HOUR_1]  # type: ignore[call-overload]
@@ -195,7 +196,8 @@ def test_metrics_page_and_status_follow_a_streaming_insert_through_a_metastore_o
         _assert_page(page, tmp_path, entries)
         run.send_signal(signal.SIGTERM)
         assert run.wait(120) == 0, stderr.read_text()[-3000:]
-        stopped = _status(tmp_path, own.uri)
+        root = f"spark.sqlext.checkpoint.root={conf['spark.sqlext.checkpoint.root']}"
+        stopped = _status(tmp_path, own.uri, "--conf", root)  # found through its checkpoint
         assert not stopped["running"] and stopped["last_commit_ms"] == status["last_commit_ms"]
     finally:
         if run.poll() is None:
