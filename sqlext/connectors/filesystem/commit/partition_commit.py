@@ -136,21 +136,33 @@ class PartitionCommitter:
             if committed:
                 self._record_commits(entry, committed, now_ms)
             if listeners.listening():
-                pending = self.trigger.all_pending()
-                listeners.report_partitions(
-                    listeners.PartitionsCommitted(
-                        listeners.InsertRef(str(self.settings.table.identifier), self.query_name, self.settings.path),
-                        entry.batch if entry else None,
-                        tuple(committed),
-                        late_rows,
-                        len(pending),
-                        min((p.first_seen_ms for p in pending), default=None),
-                        compactions,
-                        unavailable,
-                        time.monotonic() - began,
-                    )
-                )
+                self._report(entry, committed, late_rows, compactions, unavailable, time.monotonic() - began)
             return committed
+
+    def _report(
+        self,
+        entry: LogEntry | None,
+        committed: list[str],
+        late_rows: int,
+        compactions: int,
+        unavailable: bool,
+        seconds: float,
+    ) -> None:
+        """Tell the listeners (:mod:`sqlext.listeners`) what this commit round did and what is left pending."""
+        pending = self.trigger.all_pending()
+        listeners.report_partitions(
+            listeners.PartitionsCommitted(
+                listeners.InsertRef(str(self.settings.table.identifier), self.query_name, self.settings.path),
+                entry.batch if entry else None,
+                tuple(committed),
+                late_rows,
+                len(pending),
+                min((p.first_seen_ms for p in pending), default=None),
+                compactions,
+                unavailable,
+                seconds,
+            )
+        )
 
     def _late_rows(self, entry: LogEntry | None) -> int:
         """Rows of the batch in partitions committed before by this process (late data; after a restart,
