@@ -97,6 +97,7 @@ def main() -> None:
         spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(args.batches + 10))
         client.create_database("bench")
         write_steady_input(home / "input", args.batches, args.rows_per_batch, 6)
+        run_once(spark, client, hms.uri, home / "input", home / "warmup", metrics=False)  # JIT, caches: untimed
         for repeat in range(args.repeats):
             for metrics in (False, True) if repeat % 2 == 0 else (True, False):
                 work = home / f"r{repeat}_{'on' if metrics else 'off'}"
