@@ -109,7 +109,7 @@ class PartitionCommitter:
             return []
         with self._lock:
             began, now_ms = time.monotonic(), int(time.time() * 1000)
-            late_rows = self._late_rows(entry)
+            late_rows = self._late_rows(entry) if listeners.listening() else 0
             if entry is not None:
                 self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms, arrived_ms=now_ms)
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
