@@ -36,6 +36,8 @@ CLASSPATH_KEYS = frozenset({"spark.jars", "spark.jars.packages", "spark.driver.e
 WAREHOUSE = PREFIX + "warehouse"
 CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
 SESSION_PREFIX = PREFIX + "session."
+METRICS_PORT = PREFIX + "metrics.port"
+METRICS_HOST = PREFIX + "metrics.host"
 
 #: Every key sqlext reads, with its meaning (the reference in README is written from this).
 KEYS: dict[str, str] = {
@@ -58,6 +60,9 @@ KEYS: dict[str, str] = {
     CHECKPOINT_ROOT: (
         "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."
     ),
+    METRICS_PORT: "Port of the Prometheus endpoint (/metrics) and live status page (/) of a process running inserts. "
+    "Unset: none; 0: a free port, logged.",
+    METRICS_HOST: "Address the metrics endpoint listens on (default 127.0.0.1; 0.0.0.0 for every interface).",
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
     PREFIX + "gateway.*": (
         "The gateway's authentication, authorization, admins and TLS (declared in sqlext.gateway.security.KEYS)."
@@ -124,3 +129,24 @@ class SqlextConfig:
     @property
     def home(self) -> Path:
         return default_home()
+
+    @property
+    def metrics_port(self) -> int | None:
+        """The metrics endpoint's port (``spark.sqlext.metrics.port``): None when unset (no endpoint), 0 for
+        any free port."""
+        raw = (self.values.get(METRICS_PORT) or "").strip()
+        if not raw:
+            return None
+        if not raw.isdigit() or int(raw) > 65535:
+            raise ConfigError(
+                f"Invalid value for '{METRICS_PORT}': '{raw}'. Expected a port number from 0 to 65535 "
+                "(0: any free port, logged), or leave it unset for no metrics endpoint.",
+                option=METRICS_PORT,
+                value=raw,
+            )
+        return int(raw)
+
+    @property
+    def metrics_host(self) -> str:
+        """The address the metrics endpoint listens on (``spark.sqlext.metrics.host``, default 127.0.0.1)."""
+        return (self.values.get(METRICS_HOST) or "").strip() or "127.0.0.1"

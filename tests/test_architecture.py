@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sqlext"
 LAYERS: list[tuple[str, ...]] = [
     ("sqlext", "sqlext.cli", "sqlext.gateway", "sqlext.drivers", "sqlext.session"),
     ("sqlext.spark",),
+    ("sqlext.metrics",),
     ("sqlext.jobs",),
     ("sqlext.connectors",),
     ("sqlext.catalog",),

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.cli.storage import reach_storage
+from sqlext.cli.conf import reach_storage
 from sqlext.connectors.filesystem.expiration import DEFAULT_READER_GRACE, PartitionExpirer
 from sqlext.errors import SqlextError
 from sqlext.options import DURATION_FORM, parse_duration

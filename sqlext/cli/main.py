@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
-from sqlext.cli import thriftserver
-from sqlext.cli.storage import reach_storage
+from sqlext.cli import status, thriftserver
+from sqlext.cli.conf import command_conf as _command_conf
+from sqlext.cli.conf import metastore_uri as _metastore_uri
+from sqlext.cli.conf import parse_conf as _parse_conf
+from sqlext.cli.conf import reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
-from sqlext.config import METASTORE_URIS, SqlextConfig
+from sqlext.config import SqlextConfig
 from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
@@ -132,39 +135,6 @@ def _expire(args: argparse.Namespace) -> int:
 
     conf = _command_conf(args)
     return run_expire(args, conf, _metastore_uri(conf))
-
-
-def _parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
-    conf = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise SqlextError(f"Invalid --conf '{pair}': expected key=value.")
-        conf[key.strip()] = value.strip()
-    return conf
-
-
-def _command_conf(args: argparse.Namespace) -> dict[str, str]:
-    """A command's ``--conf`` pairs, with ``--metastore-uri`` as ``spark.sqlext.metastore.uris``."""
-    conf = _parse_conf(args.conf)
-    if args.metastore_uri:
-        conf[METASTORE_URIS] = args.metastore_uri
-    return conf
-
-
-def _metastore_uri(conf: Mapping[str, str]) -> str:
-    """The metastore a command that only reads or stops reaches: ``--metastore-uri`` / ``--conf`` / the conf
-    file, else the embedded one's address, which is never started here: when it does not answer, says so."""
-    config = SqlextConfig.load(conf)
-    if config.metastore_uris:
-        return config.metastore_uris
-    embedded = launcher.MetastoreSettings.from_config(config)
-    if not launcher.status(embedded).answering:
-        raise SqlextError(
-            f"No metastore at {embedded.uri}: spark.sqlext.metastore.uris is not set and the embedded metastore "
-            "does not run. Give --metastore-uri thrift://host:port, or start it with 'sqlext metastore start'."
-        )
-    return embedded.uri
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:
@@ -464,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     connectors.add_argument("name", nargs="?", help="a connector identifier, e.g. filesystem")
     connectors.set_defaults(handler=_connectors)
 
+    status.add_parser(commands, _add_conf_flags)
     demo = commands.add_parser("demo", help="run the demo pipeline on the embedded metastore")
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")
     demo.add_argument("--port", type=int, default=9083, help="embedded metastore port (default 9083)")

@@ -119,6 +119,11 @@ def _held_by_running_inserts() -> set[str]:
     return {lease.owner.token for lease in held if lease.holder_alive()}
 
 
+def is_running(owner: LeaseOwner) -> bool:
+    """Whether the lease's holder still runs its insert (from any process: heartbeat, pid, this process's)."""
+    return not owner.is_stale(_now_ms(), _held_by_running_inserts())
+
+
 @dataclass
 class Lease:
     """This process's lease on one checkpoint."""

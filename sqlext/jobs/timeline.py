@@ -95,12 +95,8 @@ def render_html(table: str, entries: Iterable[LogEntry]) -> str:
     """The timeline page of ``table`` (a name or path, used as the title) from its commit log entries."""
     entries = sorted(entries, key=lambda e: (e.query, e.batch))
     histories = partition_histories(entries)
-    times = [t for e in entries for t in (e.batch_time_ms, _end_ms(e))]
-    times += [c.time_ms for h in histories.values() for c in h.commits]
-    start, end = (min(times), max(times)) if times else (0, 1)
-    scale = _Scale(start, max(end, start + 1))
+    start, end, svg = _picture(entries, histories)
     queries = sorted({e.query for e in entries})
-    svg = _svg(entries, queries, histories, scale)
     return _PAGE.format(
         title=escape(f"Commit timeline of {table}"),
         summary=escape(
@@ -111,6 +107,30 @@ def render_html(table: str, entries: Iterable[LogEntry]) -> str:
         batches=_batch_table(entries),
         partitions=_partition_table(histories),
     )
+
+
+def timeline_svg(entries: Iterable[LogEntry]) -> str:
+    """The picture alone (inline SVG), for pages that show it among other things (the live status page)."""
+    entries = sorted(entries, key=lambda e: (e.query, e.batch))
+    return _picture(entries, partition_histories(entries))[2]
+
+
+#: The picture's own styles, for pages that embed :func:`timeline_svg`.
+SVG_STYLE = """
+.label, .section, .tick { font-size: 11px; } .section { font-weight: bold; }
+line.lag { stroke: #bbb; stroke-width: 4; } line.pending { stroke: #e15759; stroke-dasharray: 4 3; }
+line.tick { stroke: #eee; } circle.commit { fill: #59a14f; } circle.late { fill: #f28e2b; }
+rect.compaction { fill: #b07aa1; }
+"""
+
+
+def _picture(entries: list[LogEntry], histories: dict[str, PartitionHistory]) -> tuple[int, int, str]:
+    times = [t for e in entries for t in (e.batch_time_ms, _end_ms(e))]
+    times += [c.time_ms for h in histories.values() for c in h.commits]
+    start, end = (min(times), max(times)) if times else (0, 1)
+    scale = _Scale(start, max(end, start + 1))
+    queries = sorted({e.query for e in entries})
+    return start, end, _svg(entries, queries, histories, scale)
 
 
 @dataclass(frozen=True)

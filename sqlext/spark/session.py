@@ -93,6 +93,9 @@ class SqlextSession:
             MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
         )
         self.options: dict[str, str] = self._configured_options()
+        from sqlext.metrics import serve_configured
+
+        serve_configured(self.config)  # spark.sqlext.metrics.port: this process's endpoint, once
         self._metastore_answered = False
         self._spark_sql = spark.sql
         #: Spark's own ``sql``, which the extension replaced (for Spark's view of a sqlext table).

@@ -38,6 +38,7 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
+from sqlext import listeners
 from sqlext.errors import ConfigError, MetastoreError, MetastoreUnavailableError
 
 log = logging.getLogger(__name__)
@@ -164,11 +165,13 @@ class MetastoreClient:
         attempt = 0
         while True:
             attempt += 1
+            began = time.monotonic()
             try:
                 if self._client is None:
                     self._client = self._connect()
-                return getattr(self._client, method)(*args)
+                result = getattr(self._client, method)(*args)
             except _TRANSPORT_ERRORS as exc:
+                _report(method, "error", began)
                 self.close()
                 delay = next(backoffs)
                 if time.monotonic() + delay > deadline:
@@ -187,6 +190,12 @@ class MetastoreClient:
                     delay,
                 )
                 time.sleep(delay)
+            except Exception:
+                _report(method, "exception", began)
+                raise
+            else:
+                _report(method, "ok", began)
+                return result
 
     def call_served(self, call: str, forms: dict[str, tuple[Any, ...]]) -> Any:
         """Call the first of ``forms`` (method -> arguments, in order) the server serves, remembering which
@@ -333,6 +342,11 @@ class MetastoreClient:
             return bool(self.call("drop_partition", database, table, list(values), delete_data))
         except ttypes.NoSuchObjectException:
             return False
+
+
+def _report(method: str, outcome: str, began: float) -> None:
+    if listeners.listening():
+        listeners.report_metastore_call(method, outcome, time.monotonic() - began)
 
 
 def _chunked(items: Sequence[T], call: Callable[[list[T]], list[Any]]) -> list[Any]:

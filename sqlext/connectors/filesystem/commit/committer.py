@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from sqlext import listeners
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
@@ -98,6 +99,7 @@ class BatchCommitter:
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
         self._mover = BatchMover(settings, query_name, self.fs, self.log, self._move_pool, self._row_counts)
         self.progress = InsertProgress()
+        self.insert = listeners.InsertRef(str(settings.table.identifier), query_name, settings.path)
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -151,8 +153,10 @@ class BatchCommitter:
         with self._lock:
             started = time.monotonic()
             entry = self.log.get(self.query_name, batch_id)
+            written = started
             if entry is None:
                 staged = stage()
+                written = time.monotonic()
                 fault_point("after-stage", batch_id)
                 info = _after_rows(info, end_watermark() if end_watermark else None)
                 entry = self._planner.plan(batch_id, staged, info)
@@ -170,6 +174,8 @@ class BatchCommitter:
                 fault_point("after-log", batch_id)
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
+            if listeners.listening():
+                listeners.report_batch(_batch_event(self.insert, entry, written - started, time.monotonic() - written))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
                 "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
@@ -269,9 +275,26 @@ class BatchCommitter:
 
     def close(self) -> None:
         self._partitions.close()
+        listeners.report_stopped(self.insert)
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+def _batch_event(
+    insert: listeners.InsertRef, entry: LogEntry, write_s: float, commit_s: float
+) -> listeners.BatchCommitted:
+    return listeners.BatchCommitted(
+        insert,
+        entry.batch,
+        entry.rows,
+        len(entry.files),
+        sum(f.size for f in entry.files),
+        entry.watermark_ms,
+        entry.completed_ms,
+        write_s,
+        commit_s,
+    )
 
 
 def _after_rows(info: BatchInfo, end_watermark: int | None) -> BatchInfo:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sqlext import listeners
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.trigger import (
@@ -38,6 +39,11 @@ log = logging.getLogger("sqlext.commit")
 METASTORE_WAIT_S = 10.0
 
 
+def trigger_state_uri(checkpoint: str) -> str:
+    """Where a query's trigger state (its pending partitions) is kept in its checkpoint."""
+    return join(checkpoint, "sqlext", "trigger-state.json")
+
+
 class PartitionCommitter:
     """Commits the partitions of one writing query's batches, under the committer's ``lock``; ``pool`` gives
     the committer's I/O pool, ``row_counts`` the row counts of files known already."""
@@ -60,7 +66,7 @@ class PartitionCommitter:
         self.fs = fs
         self.log = log
         self.state_fs = FileSystem(state_dir)
-        self.state_uri = join(state_dir, "sqlext", "trigger-state.json")
+        self.state_uri = trigger_state_uri(state_dir)
         # A short retry deadline: a batch waits this long for the metastore, then goes on writing and
         # leaves its partitions pending (retried at the next batch or tick).
         retry = RetryPolicy(deadline_s=METASTORE_WAIT_S)
@@ -105,14 +111,17 @@ class PartitionCommitter:
         if not self.settings.partitioned:
             return []
         with self._lock:
-            now_ms = int(time.time() * 1000)
+            began, now_ms = time.monotonic(), int(time.time() * 1000)
+            late_rows = self._late_rows(entry) if listeners.listening() else 0
             if entry is not None:
                 self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms, arrived_ms=now_ms)
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
+            compactions, unavailable = 0, False
             if ready:
                 try:
-                    self._run_policies(ready, entry.batch if entry else None)
+                    compactions = self._run_policies(ready, entry.batch if entry else None)
                 except MetastoreUnavailableError as exc:
+                    unavailable = True
                     # Files are committed already; the partitions stay pending and are retried at the
                     # next batch or tick, so writing goes on while the metastore is away.
                     log.warning(
@@ -129,7 +138,41 @@ class PartitionCommitter:
             committed = [p.path for p in ready]
             if committed:
                 self._record_commits(entry, committed, now_ms)
+            if listeners.listening():
+                self._report(entry, committed, late_rows, compactions, unavailable, time.monotonic() - began)
             return committed
+
+    def _report(
+        self,
+        entry: LogEntry | None,
+        committed: list[str],
+        late_rows: int,
+        compactions: int,
+        unavailable: bool,
+        seconds: float,
+    ) -> None:
+        """Tell the listeners (:mod:`sqlext.listeners`) what this commit round did and what is left pending."""
+        pending = self.trigger.all_pending()
+        listeners.report_partitions(
+            listeners.PartitionsCommitted(
+                listeners.InsertRef(str(self.settings.table.identifier), self.query_name, self.settings.path),
+                entry.batch if entry else None,
+                tuple(committed),
+                late_rows,
+                len(pending),
+                min((p.first_seen_ms for p in pending), default=None),
+                compactions,
+                unavailable,
+                seconds,
+            )
+        )
+
+    def _late_rows(self, entry: LogEntry | None) -> int:
+        """Rows of the batch in partitions committed before by this process (late data; after a restart,
+        partitions committed before it do not count)."""
+        if entry is None or not self._committed_here:
+            return 0
+        return sum(f.rows or 0 for f in entry.files if f.partition in self._committed_here)
 
     def _record_commits(self, entry: LogEntry | None, committed: list[str], now_ms: int) -> None:
         """Say in the commit log which partitions were committed: by the batch ``entry``, or, with no batch
@@ -180,14 +223,15 @@ class PartitionCommitter:
             return None
         return PartitionExpirer(self.settings.table, self.metastore, pending=lambda: set(self.trigger.state.pending))
 
-    def _run_policies(self, ready: list[PendingPartition], batch: int | None) -> None:
+    def _run_policies(self, ready: list[PendingPartition], batch: int | None) -> int:
+        """Compact (``auto-compaction``) and commit the ready partitions; return how many compactions ran."""
         hms_table = None
         if self.metastore is not None:
             ident = self.settings.table.identifier
             hms_table = self.metastore.get_table(ident.database, ident.name)
             if hms_table is None:
                 raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
-        self._compact(ready)
+        compactions = self._compact(ready)
         # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
         # they took as long as the metastore's calls one after another.
         contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table, batch), ready))
@@ -198,8 +242,9 @@ class PartitionCommitter:
         if self.spark is not None and hms_table is not None and self._may_be_cached(ready, contexts):
             self._refresh_spark_cache()
         self._committed_here.update(partition.path for partition in ready)
+        return compactions
 
-    def _compact(self, ready: list[PendingPartition]) -> None:
+    def _compact(self, ready: list[PendingPartition]) -> int:
         """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
         work dir), then, with ``auto-compaction``, compact the partitions about to be committed for
         the first time (late data re-committing a partition is left to ``sqlext compact`` or the
@@ -208,7 +253,7 @@ class PartitionCommitter:
             self._compactor.recover()
             self._compactions_recovered = True
         if not self.settings.auto_compaction:
-            return
+            return 0
         try:
             entries = self._compactor.compact([(p.path, p.values) for p in ready], registered=False)
         except BaseException:
@@ -217,6 +262,7 @@ class PartitionCommitter:
         for planned in (planned for entry in entries for planned in entry.files):
             if planned.rows is not None:
                 self._row_counts[planned.final] = planned.rows
+        return len(entries)
 
     def _context(self, partition: PendingPartition, hms_table: Any, batch: int | None) -> PartitionCommitContext:
         directory = join(self.settings.path, partition.path)
