@@ -27,6 +27,13 @@ if TYPE_CHECKING:
     from sqlext.sink import TableSink
 
 
+#: The policy kinds that need another option: (kind, that option, what it holds).
+_POLICY_REQUIREMENTS = (
+    (fso.POLICY_CUSTOM, fso.COMMIT_POLICY_CLASS, ""),
+    (fso.POLICY_HTTP_REPORT, fso.HTTP_REPORT_URL, " (an http:// or https:// URL)"),
+)
+
+
 class FileSystemTableFactory(ConnectorFactory):
     """Files (parquet, orc, csv, json) under a path; source and sink."""
 
@@ -50,22 +57,13 @@ class FileSystemTableFactory(ConnectorFactory):
         check_format_options(fmt, options.with_prefix(f"{fmt}."))
         if fmt == "csv":
             CsvTextForm.from_options(options.with_prefix("csv."))
-        if fso.POLICY_CUSTOM in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
-            fso.COMMIT_POLICY_CLASS
-        ):
-            raise OptionError(
-                "sink.partition-commit.policy.kind includes 'custom', so 'sink.partition-commit.policy.class' "
-                "is required.",
-                option=fso.COMMIT_POLICY_CLASS.key,
-            )
-        if fso.POLICY_HTTP_REPORT in (options.get(fso.COMMIT_POLICY_KIND) or []) and not options.get(
-            fso.HTTP_REPORT_URL
-        ):
-            raise OptionError(
-                "sink.partition-commit.policy.kind includes 'http-report', so "
-                "'sink.partition-commit.http-report.url' (an http:// or https:// URL) is required.",
-                option=fso.HTTP_REPORT_URL.key,
-            )
+        kinds = options.get(fso.COMMIT_POLICY_KIND) or []
+        for kind, required, what in _POLICY_REQUIREMENTS:
+            if kind in kinds and not options.get(required):
+                raise OptionError(
+                    f"sink.partition-commit.policy.kind includes '{kind}', so '{required.key}'{what} is required.",
+                    option=required.key,
+                )
         if (
             options.get(fso.TIME_EXTRACTOR_KIND) == "custom"
             and not options.get(fso.TIME_EXTRACTOR_CLASS)
