@@ -165,22 +165,23 @@ def test_metrics_page_and_status_follow_a_streaming_insert_through_a_metastore_o
         assert during.insert("sqlext_partitions_committed_total") == 0
         assert during.insert("sqlext_oldest_pending_partition_age_seconds") > 0
 
-        # Back. A partition-time commit needs a batch's watermark: batch 2 (late rows for hour 00) commits
-        # hour 00 (pending falls to 1), batch 3 (late rows again) commits it again, for 5 late rows.
+        # Back. With no new data, the tick between batches commits hour 00 with batch 1's watermark (pending
+        # falls to 1); then batches 2 and 3 bring late rows for hour 00, each committing it again: 15 late rows.
         launcher.start(own)
-        next_id = write_hourly_events(input_dir, DAY, hours=1, rows_per_hour=10, first_id=next_id)
         after = wait_for(
             lambda: (s := _scrape(base)).insert("sqlext_partitions_pending") == 1 and s, 120, what="pending falls"
         )
         assert _partitions(own) == [HOUR_0]
-        assert after.insert("sqlext_partitions_committed_total") == 1 and after.insert("sqlext_late_rows_total") == 0
+        assert after.insert("sqlext_partitions_committed_total") == 1 and after.insert("sqlext_batches_total") == 2
+        next_id = write_hourly_events(input_dir, DAY, hours=1, rows_per_hour=10, first_id=next_id)
+        wait_for(lambda: _scrape(base).insert("sqlext_partitions_committed_total") == 2, 120, what="batch 2")
         write_hourly_events(input_dir, DAY, hours=1, rows_per_hour=5, first_id=next_id)
         final = wait_for(
-            lambda: (s := _scrape(base)).insert("sqlext_partitions_committed_total") == 2 and s, 120, what="batch 3"
+            lambda: (s := _scrape(base)).insert("sqlext_partitions_committed_total") == 3 and s, 120, what="batch 3"
         )
         entries = list(log.entries("metrics_insert"))
         _assert_agree(final, entries, table_dir, own)
-        assert final.insert("sqlext_late_rows_total") == 5
+        assert final.insert("sqlext_late_rows_total") == 15
         assert final.insert("sqlext_compactions_total") == 0
         assert final.total("sqlext_metastore_calls_total", call="add_partitions_req", outcome="ok") >= 1
         assert final.total("sqlext_commit_duration_seconds_count", **LABELS) == 4
@@ -222,7 +223,7 @@ def _assert_agree(scrape: Scrape, entries: list[LogEntry], table_dir: Path, own:
         [hour_0] = client.get_partitions_by_names("metrics_db", "events", [HOUR_0])
     assert hour_0.parameters["numRows"] == "75"
     committed = [p for e in entries for p in [*e.committed_partitions, *e.committed_later]]
-    assert scrape.insert("sqlext_partitions_committed_total") == len(committed) == 2
+    assert scrape.insert("sqlext_partitions_committed_total") == len(committed) == 3
 
 
 def _assert_page(page: str, tmp_path: Path, entries: list[LogEntry]) -> None:

@@ -147,6 +147,17 @@ def test_partition_time_trigger_compares_the_watermark_in_its_time_zone() -> Non
     assert len(utc.ready(exactly_at_deadline + 1, now_ms=0)) == 1
 
 
+def test_a_tick_without_a_watermark_retries_what_the_last_watermark_made_ready() -> None:
+    extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
+    trigger = PartitionTimeTrigger(timedelta(0), extractor, ["dt", "hr"], "UTC")
+    trigger.add([("dt=2026-11-22/hr=09", ["2026-11-22", "09"]), ("dt=2026-11-22/hr=11", ["2026-11-22", "11"])], 0)
+    watermark = _ms(datetime.fromisoformat("2026-11-22T10:30:00+00:00"))
+    assert [p.path for p in trigger.ready(watermark, now_ms=0)] == ["dt=2026-11-22/hr=09"]
+    # Its commit failed (the metastore was away), so hour 09 is still pending; the tick has no watermark.
+    assert [p.path for p in trigger.ready(None, now_ms=1)] == ["dt=2026-11-22/hr=09"]
+    assert [p.path for p in trigger.ready(watermark - 3_600_000, now_ms=2)] == ["dt=2026-11-22/hr=09"], "never back"
+
+
 def test_idle_timeout_commits_partitions_behind_the_wall_clock_without_a_watermark() -> None:
     extractor = DefaultPartitionTimeExtractor("$dt $hr:00:00")
     trigger = PartitionTimeTrigger(timedelta(hours=1), extractor, ["dt", "hr"], "UTC", timedelta(minutes=5))

@@ -122,6 +122,8 @@ class PartitionTimeTrigger(PartitionCommitTrigger):
         self.keys = list(keys)
         self.zone = parse_zone_id(time_zone)
         self.idle_timeout = idle_timeout
+        #: The highest watermark seen (Spark's never goes back): what a tick between batches compares with.
+        self.watermark_ms: int | None = None
 
     def partition_deadline_ms(self, partition: PendingPartition) -> int:
         """The epoch millis the watermark must pass for this partition to be ready."""
@@ -130,8 +132,13 @@ class PartitionTimeTrigger(PartitionCommitTrigger):
         return _millis(local.replace(tzinfo=self.zone, fold=0) - _EPOCH) + _millis(self.delay)
 
     def ready(self, watermark_ms: int | None, now_ms: int) -> list[PendingPartition]:
+        """Pending partitions whose deadline the watermark passed, or the wall clock once idle. Without a
+        watermark (a tick between batches) the highest one seen counts: a partition it made ready whose commit
+        failed (the metastore away) is then retried by the tick, not only when the next batch comes."""
         ready = []
-        watermark = watermark_ms if watermark_ms is not None and watermark_ms > 0 else None
+        if watermark_ms is not None and watermark_ms > 0:
+            self.watermark_ms = max(self.watermark_ms or 0, watermark_ms)
+        watermark = self.watermark_ms
         idle = (
             self.idle_timeout is not None
             and self.state.last_data_ms > 0
