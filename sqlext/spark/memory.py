@@ -53,9 +53,12 @@ def jvm_exit_code() -> int | None:
 
 def is_connection_loss(exc: BaseException) -> bool:
     """Whether ``exc`` is py4j losing the JVM (as opposed to an error the JVM reported)."""
-    from py4j.protocol import Py4JNetworkError
+    from py4j.protocol import Py4JError, Py4JNetworkError
 
-    return isinstance(exc, Py4JNetworkError | ConnectionError) or "Answer from Java side is empty" in str(exc)
+    if isinstance(exc, Py4JNetworkError | ConnectionError) or "Answer from Java side is empty" in str(exc):
+        return True
+    # A call answered with neither a result nor a Java exception: seen as the JVM was dying of OOM (CI, 11/26).
+    return type(exc) is Py4JError and "An error occurred while calling" in str(exc)
 
 
 def explain(exc: BaseException) -> str | None:
