@@ -99,7 +99,7 @@ class BatchCommitter:
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
         self._mover = BatchMover(settings, query_name, self.fs, self.log, self._move_pool, self._row_counts)
         self.progress = InsertProgress()
-        self.insert = listeners.InsertRef(str(settings.table.identifier), query_name, settings.path)
+        self.insert = self._partitions.insert
 
     # -- trigger state ---------------------------------------------------------------------------
 

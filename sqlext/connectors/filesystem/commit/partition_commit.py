@@ -81,6 +81,8 @@ class PartitionCommitter:
         self._compactions_recovered = False
         self._committed_here: set[str] = set()
         self._expirer = self._create_expirer()
+        #: The insert, as the listeners (:mod:`sqlext.listeners`) are told about it.
+        self.insert = listeners.InsertRef(str(settings.table.identifier), query_name, settings.path)
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -155,7 +157,7 @@ class PartitionCommitter:
         pending = self.trigger.all_pending()
         listeners.report_partitions(
             listeners.PartitionsCommitted(
-                listeners.InsertRef(str(self.settings.table.identifier), self.query_name, self.settings.path),
+                self.insert,
                 entry.batch if entry else None,
                 tuple(committed),
                 late_rows,
