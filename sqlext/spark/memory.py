@@ -53,12 +53,14 @@ def jvm_exit_code() -> int | None:
 
 def is_connection_loss(exc: BaseException) -> bool:
     """Whether ``exc`` is py4j losing the JVM (as opposed to an error the JVM reported)."""
-    from py4j.protocol import Py4JError, Py4JNetworkError
+    from py4j.protocol import Py4JError, Py4JJavaError
 
-    if isinstance(exc, Py4JNetworkError | ConnectionError) or "Answer from Java side is empty" in str(exc):
+    if isinstance(exc, ConnectionError) or "Answer from Java side is empty" in str(exc):
         return True
-    # A call answered with neither a result nor a Java exception: seen as the JVM was dying of OOM (CI, 11/26).
-    return type(exc) is Py4JError and "An error occurred while calling" in str(exc)
+    # Any py4j error other than a Java exception is the bridge failing, not the JVM reporting: as the JVM dies
+    # of OOM, calls were seen to fail as "An error occurred while calling ..." and as "py4j.reflection.TypeUtil
+    # .isInstanceOf does not exist in the JVM" (CI, 11/25 and 11/26). The caller then waits for the exit code.
+    return isinstance(exc, Py4JError) and not isinstance(exc, Py4JJavaError)
 
 
 def explain(exc: BaseException) -> str | None:
@@ -90,7 +92,9 @@ def quiet_threads_once_the_jvm_ended() -> None:
     previous = threading.excepthook
 
     def hook(args: threading.ExceptHookArgs) -> None:
-        if jvm_ended():
+        # A bridge failure comes a moment before the JVM's exit: wait for it rather than print a traceback.
+        lost = args.exc_value is not None and is_connection_loss(args.exc_value)
+        if jvm_ended() or (lost and jvm_exit_code() is not None):
             log.debug("thread %s failed after Spark's JVM ended: %r", getattr(args.thread, "name", "?"), args.exc_value)
             return
         previous(args)

@@ -1,0 +1,38 @@
+"""Which errors count as py4j losing the JVM (then the run waits for its exit code to say why), and which are
+errors the JVM reported."""
+
+from __future__ import annotations
+
+import pytest
+from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
+
+from sqlext.spark.memory import is_connection_loss, mentions_out_of_memory
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        Py4JNetworkError("Answer from Java side is empty"),
+        ConnectionRefusedError(111, "Connection refused"),
+        Py4JError("An error occurred while calling o123.getCause"),
+        Py4JError("py4j.reflection.TypeUtil.isInstanceOf does not exist in the JVM"),
+    ],
+)
+def test_bridge_failures_count_as_the_jvm_going_away(error: BaseException) -> None:
+    assert is_connection_loss(error)
+
+
+def test_an_error_the_jvm_reported_or_a_plain_python_error_is_not_a_connection_loss() -> None:
+    class Reported(Py4JJavaError):
+        def __str__(self) -> str:  # py4j's asks the JVM for the Java stack trace
+            return "An error occurred while calling o1.start: java.lang.IllegalStateException: boom"
+
+    reported = Reported.__new__(Reported)  # its constructor wants a live Java object
+
+    assert not is_connection_loss(reported)
+    assert not is_connection_loss(ValueError("bad value"))
+
+
+def test_out_of_memory_texts_are_recognised() -> None:
+    assert mentions_out_of_memory("Job aborted: java.lang.OutOfMemoryError: Java heap space")
+    assert not mentions_out_of_memory("java.io.FileNotFoundException: /x")
