@@ -26,10 +26,11 @@ def resolve_table_path(target: str, metastore_uri: Callable[[], str]) -> str:
     return normalize(table.sd.location)
 
 
-def commit_log_entries(table_path: str, query: str | None = None) -> list[LogEntry]:
+def commit_log_entries(table_path: str, query: str | None = None, log: CommitLog | None = None) -> list[LogEntry]:
     """The log's entries, by query then batch. Entries a fresh start set aside
-    (``<query>.replaced-<time>``, see :func:`sqlext.jobs.checkpoint.set_aside_commit_log`) are named so."""
-    log = CommitLog(FileSystem(table_path), table_path)
+    (``<query>.replaced-<time>``, see :func:`sqlext.jobs.checkpoint.set_aside_commit_log`) are named so.
+    ``log``: the table's commit log, when the caller keeps one (its cached reads) across calls."""
+    log = log or CommitLog(FileSystem(table_path), table_path)
     entries = []
     for name in [query] if query else log.queries():
         for entry in log.entries(name):

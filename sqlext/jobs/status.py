@@ -54,10 +54,12 @@ class InsertStatus:
         return {**asdict(self), "oldest_pending_ms": self.oldest_pending_ms}
 
 
-def insert_statuses(table_path: str, table: str, query: str | None = None) -> list[InsertStatus]:
-    """The status of each insert writing the table at ``table_path`` (``table``: its name, for display)."""
-    fs = FileSystem(table_path)
-    log = CommitLog(fs, table_path)
+def insert_statuses(
+    table_path: str, table: str, query: str | None = None, log: CommitLog | None = None
+) -> list[InsertStatus]:
+    """The status of each insert writing the table at ``table_path`` (``table``: its name, for display);
+    ``log``: the table's commit log, when the caller keeps one (its cached reads) across calls."""
+    log = log or CommitLog(FileSystem(table_path), table_path)
     recorded = {r.query: r for r in recorded_inserts(table_path, query)}
     names = sorted({*recorded, *(q for q in log.queries() if ".replaced-" not in q and (query is None or q == query))})
     statuses = []

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from html import escape
 
+from sqlext.connectors.filesystem.commit_log import CommitLog
+from sqlext.io.fs import FileSystem
 from sqlext.jobs.audit import commit_log_entries
 from sqlext.jobs.status import InsertStatus, ago, insert_statuses, utc
 from sqlext.jobs.timeline import SVG_STYLE, timeline_svg
@@ -20,6 +22,10 @@ from sqlext.metrics.exporter import InsertMetrics, LiveInsert
 
 #: How often the browser reloads the page, in seconds.
 REFRESH_S = 5
+
+#: Table path -> its commit log, kept across page loads so that a load reads only the state files that
+#: changed since the last one (an insert's log holds up to ``sink.commit-log.retained-batches`` files).
+_LOGS: dict[str, CommitLog] = {}
 
 
 def render_page(metrics: InsertMetrics) -> str:
@@ -33,7 +39,7 @@ def render_page(metrics: InsertMetrics) -> str:
 def _section(live: LiveInsert, now: int) -> str:
     ref = live.insert
     status = _status(live)
-    entries = commit_log_entries(ref.path, ref.query) if ref.path else []
+    entries = commit_log_entries(ref.path, ref.query, _log(ref.path)) if ref.path else []
     state = "running" if live.running else "stopped"
     if live.metastore_unavailable:
         state += "; the metastore did not answer the last commit (partitions wait)"
@@ -76,12 +82,19 @@ def _status(live: LiveInsert) -> InsertStatus:
     ref = live.insert
     if ref.path:
         try:
-            found = insert_statuses(ref.path, ref.table, ref.query)
+            found = insert_statuses(ref.path, ref.table, ref.query, _log(ref.path))
         except Exception:  # the page shows what the metrics know when the log cannot be read
             found = []
         if found:
             return found[0]
     return InsertStatus(ref.table, ref.query, last_batch=live.last_batch, last_commit_ms=live.last_commit_ms)
+
+
+def _log(table_path: str) -> CommitLog:
+    log = _LOGS.get(table_path)
+    if log is None:
+        log = _LOGS[table_path] = CommitLog(FileSystem(table_path), table_path, cache_reads=True)
+    return log
 
 
 _PAGE = """<!DOCTYPE html>

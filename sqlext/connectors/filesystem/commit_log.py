@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from sqlext.io.fs import FileSystem, join
+from sqlext.io.fs import FileStatus, FileSystem, join
 
 LOG_DIR = "_sqlext/log"
 STAGING_DIR = "_sqlext/staging"
@@ -126,10 +126,15 @@ class LogEntry:
 class CommitLog:
     """The commit log of one table (all queries writing it)."""
 
-    def __init__(self, fs: FileSystem, table_path: str) -> None:
+    def __init__(self, fs: FileSystem, table_path: str, cache_reads: bool = False) -> None:
+        """``cache_reads``: keep the entries :meth:`entries` read, per query, and read a state file again only
+        when a listing shows it changed (size or modification time): for readers that look again and again,
+        such as the status page."""
         self.fs = fs
         self.table_path = table_path
         self.root = join(table_path, LOG_DIR)
+        #: query -> state file URI -> (size, mtime, entry), as of the last :meth:`entries` of that query.
+        self._read_cache: dict[str, dict[str, tuple[int, int, LogEntry]]] | None = {} if cache_reads else None
 
     def staging_dir(self, query: str, batch: int) -> str:
         """Where a batch's files are written before they are committed (hidden from readers)."""
@@ -170,25 +175,35 @@ class CommitLog:
     def queries(self) -> list[str]:
         return self.fs.list_dirs(self.root)
 
-    def _latest_states(self, query: str) -> dict[int, tuple[State, str]]:
+    def _latest_states(self, query: str) -> dict[int, tuple[State, FileStatus]]:
         """The most advanced state of each batch of ``query`` and its file, from file names alone."""
-        latest: dict[int, tuple[State, str]] = {}
+        latest: dict[int, tuple[State, FileStatus]] = {}
         for status in self.fs.list_files(join(self.root, query), recursive=False):
             match = _ENTRY_NAME.match(status.relative)
             if match:
                 batch, state = int(match.group(1)), State(match.group(2))
                 if batch not in latest or _rank(state) > _rank(latest[batch][0]):
-                    latest[batch] = (state, status.uri)
+                    latest[batch] = (state, status)
         return latest
 
     def entries(self, query: str | None = None) -> Iterator[LogEntry]:
         """Every entry (most advanced state per batch), by query then batch."""
         for name in [query] if query else self.queries():
             latest = self._latest_states(name)
+            cached = self._read_cache.get(name, {}) if self._read_cache is not None else {}
+            kept: dict[str, tuple[int, int, LogEntry]] = {}
             for batch in sorted(latest):
-                entry = self._read_listed(name, batch, latest[batch][1])
+                found = latest[batch][1]
+                hit = cached.get(found.uri)
+                if hit is not None and hit[:2] == (found.size, found.mtime_ms):
+                    entry: LogEntry | None = hit[2]
+                else:
+                    entry = self._read_listed(name, batch, found.uri)
                 if entry is not None:
+                    kept[found.uri] = (found.size, found.mtime_ms, entry)
                     yield entry
+            if self._read_cache is not None:
+                self._read_cache[name] = kept  # only what the log still holds: expired entries leave the cache
 
     def _read_listed(self, query: str, batch: int, uri: str) -> LogEntry | None:
         """The entry in the state file ``uri`` found by a listing; if that file is gone since (the batch

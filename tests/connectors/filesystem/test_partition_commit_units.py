@@ -228,6 +228,29 @@ def test_a_reader_of_the_commit_log_sees_a_batch_that_moved_on_since_its_listing
     assert [(e.batch, e.state) for e in log.entries("q")] == [(1, State.INFLIGHT)]
 
 
+def test_a_log_that_caches_reads_reads_again_only_the_state_files_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status page reloads every few seconds: it reads a state file again only once the file changed."""
+    root = tmp_path.as_uri()
+    writer, reader = CommitLog(FileSystem(root), root), CommitLog(FileSystem(root), root, cache_reads=True)
+    moving = LogEntry("q", 2, State.INFLIGHT)
+    for entry in (LogEntry("q", 0, State.COMPLETED), LogEntry("q", 1, State.COMPLETED), moving):
+        writer.write(entry)
+    read: list[str] = []
+    read_json = reader.fs.read_json
+    monkeypatch.setattr(reader.fs, "read_json", lambda uri: read.append(uri.rsplit("/", 1)[-1]) or read_json(uri))
+
+    assert [e.batch for e in reader.entries("q")] == [0, 1, 2] and len(read) == 3
+    assert [e.batch for e in reader.entries("q")] == [0, 1, 2] and len(read) == 3, "unchanged files read again"
+    writer.transition(moving, State.COMPLETED)
+    writer.expire("q", retained=2)
+
+    assert [(e.batch, e.state) for e in reader.entries("q")] == [(1, State.COMPLETED), (2, State.COMPLETED)]
+    assert read[3:] == [f"{2:020d}.completed"]
+    assert set(reader._read_cache["q"]) == {s.uri for _, s in writer._latest_states("q").values()}
+
+
 def test_the_commit_log_counts_retained_entries_not_id_distance(tmp_path: Path) -> None:
     root = tmp_path.as_uri()
     log = CommitLog(FileSystem(root), root)
