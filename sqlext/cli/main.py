@@ -12,10 +12,7 @@ from typing import TYPE_CHECKING
 from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.cli import status, thriftserver
-from sqlext.cli.conf import command_conf as _command_conf
-from sqlext.cli.conf import metastore_uri as _metastore_uri
-from sqlext.cli.conf import parse_conf as _parse_conf
-from sqlext.cli.conf import reach_storage
+from sqlext.cli.conf import command_conf, metastore_uri, parse_conf, reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
 from sqlext.config import SqlextConfig
 from sqlext.console import quiet_third_party_warnings
@@ -48,7 +45,7 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         user=args.user or (base.user if base.backend is backend else ("hive" if postgres else "APP")),
         password=args.password or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
         jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
-        hadoop=tuple(sorted({**dict(base.hadoop), **_parse_conf(args.hadoop_conf)}.items())),
+        hadoop=tuple(sorted({**dict(base.hadoop), **parse_conf(args.hadoop_conf)}.items())),
         hadoop_conf_dir=Path(args.hadoop_conf_dir) if args.hadoop_conf_dir else base.hadoop_conf_dir,
         host=args.host or base.host,
         insecure_no_auth=getattr(args, "insecure_no_auth", False),
@@ -85,8 +82,8 @@ def _metastore_stop(args: argparse.Namespace) -> int:
 def _commits(args: argparse.Namespace) -> int:
     from sqlext.jobs.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
-    conf = _command_conf(args)
-    path = resolve_table_path(args.table, lambda: _metastore_uri(conf))
+    conf = command_conf(args)
+    path = resolve_table_path(args.table, lambda: metastore_uri(conf))
     reach_storage(path, conf)
     entries = commit_log_entries(path, args.query)
     if args.html:
@@ -118,8 +115,8 @@ def _compact(args: argparse.Namespace) -> int:
         grace = parse_duration(args.reader_grace) if args.reader_grace else DEFAULT_READER_GRACE
     except ValueError as exc:
         raise SqlextError(f"--reader-grace '{args.reader_grace}' is not {DURATION_FORM}.") from exc
-    conf = _command_conf(args)
-    with MetastoreClient(_metastore_uri(conf)) as client:
+    conf = command_conf(args)
+    with MetastoreClient(metastore_uri(conf)) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
         reach_storage(table.options.get("path", ""), conf)
         summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
@@ -133,8 +130,8 @@ def _compact(args: argparse.Namespace) -> int:
 def _expire(args: argparse.Namespace) -> int:
     from sqlext.cli.expire import run_expire
 
-    conf = _command_conf(args)
-    return run_expire(args, conf, _metastore_uri(conf))
+    conf = command_conf(args)
+    return run_expire(args, conf, metastore_uri(conf))
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:
@@ -165,8 +162,8 @@ def _control_server(action: str, label: str, settings: ServerSettings, control: 
 
 
 def _thriftserver(args: argparse.Namespace) -> int:
-    conf = _command_conf(args)
-    hiveconf = _parse_conf(args.hiveconf)
+    conf = command_conf(args)
+    hiveconf = parse_conf(args.hiveconf)
     port = args.port if args.port is not None else thriftserver.DEFAULT_PORT
     settings = ThriftServerSettings(
         metastore_uri="",
@@ -183,7 +180,7 @@ def _thriftserver(args: argparse.Namespace) -> int:
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    conf = _command_conf(args)
+    conf = command_conf(args)
     if args.insecure_no_auth:
         conf[INSECURE_NO_AUTH] = "true"
     if args.action == "passwd":
@@ -248,7 +245,7 @@ def _run(args: argparse.Namespace) -> int:
     from sqlext.jobs.checkpoint import START_OPTION, StartMode
     from sqlext.spark.runner import run_file
 
-    conf = _command_conf(args)
+    conf = command_conf(args)
     if args.fresh:
         conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
     return run_file(args.file, conf)

@@ -11,7 +11,8 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.cli.main import _command_conf, build_parser, main
+from sqlext.cli.conf import command_conf
+from sqlext.cli.main import build_parser, main
 from sqlext.config import METASTORE_URIS
 from tests.support.tables import create_in_hms, events_table
 
@@ -32,7 +33,7 @@ def test_every_command_takes_conf_and_the_metastore_shorthand_alike(command: lis
     by_conf = parser.parse_args([*command, "--conf", f"{METASTORE_URIS}={URI}", "--conf", "spark.x.y=1"])
     by_shorthand = parser.parse_args([*command, "--metastore-uri", URI, "--conf", "spark.x.y=1"])
 
-    assert _command_conf(by_conf) == _command_conf(by_shorthand) == {METASTORE_URIS: URI, "spark.x.y": "1"}
+    assert command_conf(by_conf) == command_conf(by_shorthand) == {METASTORE_URIS: URI, "spark.x.y": "1"}
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])

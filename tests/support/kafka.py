@@ -195,17 +195,21 @@ class Record:
     headers: list[tuple[str, bytes]] | None = None
 
 
-def json_events(first_id: int, count: int, start: datetime, step_s: int, partitions: int = 3) -> Iterator[Record]:
-    """``count`` JSON events ``{"id", "user_id", "amount", "ts"}``, ids from ``first_id``, event times from
-    ``start`` every ``step_s`` seconds (``ts`` as Flink's json writes a TIMESTAMP), spread round-robin over
-    the partitions; the record timestamp is the event time."""
+def event_records(
+    first_id: int, count: int, start: datetime, step_s: int, partitions: int = 3, value_format: str = "json"
+) -> Iterator[Record]:
+    """``count`` events ``id, user_id, amount, ts``, ids from ``first_id``, event times from ``start`` every
+    ``step_s`` seconds (``ts`` as Flink's json and csv formats write a TIMESTAMP), spread round-robin over
+    the partitions; the record timestamp is the event time. ``value_format``: ``json`` (an object) or
+    ``csv`` (one line, Flink's csv form)."""
     for n in range(count):
         event_id = first_id + n
         ts = datetime.fromtimestamp(start.replace(tzinfo=UTC).timestamp() + n * step_s, UTC)
         body = {"id": event_id, "user_id": f"u{event_id % 7}", "amount": event_id * 0.5}
         body["ts"] = ts.strftime("%Y-%m-%d %H:%M:%S")
+        value = json.dumps(body) if value_format == "json" else ",".join(str(v) for v in body.values())
         yield Record(
-            json.dumps(body).encode(),
+            value.encode(),
             partition=event_id % partitions,
             key=str(event_id).encode(),
             timestamp_ms=int(ts.timestamp() * 1000),
@@ -277,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     broker.start()
     if args.demo_events:
         broker.create_topic("events", 3)
-        sent = broker.produce("events", json_events(0, 2160, datetime(2026, 1, 1), 10))
+        sent = broker.produce("events", event_records(0, 2160, datetime(2026, 1, 1), 10))
         print(f"topic 'events': {sent} events, 2026-01-01 00:00 to 06:00 (UTC)")
     print(f"Apache Kafka broker on {broker.bootstrap} (home {broker.home}); Ctrl-C stops it")
     signal.signal(signal.SIGTERM, lambda *_: broker.stop())

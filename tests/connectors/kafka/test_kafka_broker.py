@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.support.kafka import CLIENT_LOG, KafkaBroker, json_events
+from tests.support.kafka import CLIENT_LOG, KafkaBroker, event_records
 
 pytestmark = [pytest.mark.kafka, pytest.mark.jars]
 
@@ -15,7 +15,7 @@ def test_the_broker_keeps_what_was_produced_per_partition(kafka_broker: KafkaBro
     from confluent_kafka import Consumer, TopicPartition
 
     kafka_broker.create_topic("broker_check", 3)
-    sent = kafka_broker.produce("broker_check", json_events(0, 30, datetime(2026, 11, 22), 60))
+    sent = kafka_broker.produce("broker_check", event_records(0, 30, datetime(2026, 11, 22), 60))
     consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap, "group.id": "check"}, logger=CLIENT_LOG)
     try:
         ends = [consumer.get_watermark_offsets(TopicPartition("broker_check", p), timeout=10) for p in range(3)]

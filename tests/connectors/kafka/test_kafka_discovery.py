@@ -21,7 +21,7 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.kafka.client import ReadSettings
 from sqlext.connectors.kafka.source import _Planner, plan
 from sqlext.spark.session import extend
-from tests.support.kafka import KafkaBroker, json_events
+from tests.support.kafka import KafkaBroker, event_records
 from tests.support.read_job import committed_ids, start_insert
 from tests.support.waiting import wait_for
 
@@ -105,7 +105,7 @@ def test_a_new_topic_matching_the_pattern_is_read_from_its_earliest_offset_exact
     run = next(_names)
     first, second = f"disc{run}_a", f"disc{run}_b"
     kafka_broker.create_topic(first, 2)
-    kafka_broker.produce(first, json_events(0, 10, DAY, 60, partitions=2))
+    kafka_broker.produce(first, event_records(0, 10, DAY, 60, partitions=2))
     extend(spark)
     spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
     spark.sql("CREATE DATABASE IF NOT EXISTS kdisc")
@@ -130,10 +130,10 @@ def test_a_new_topic_matching_the_pattern_is_read_from_its_earliest_offset_exact
     try:
         kafka_broker.create_topic(second, 2)
         # Produced before the source can have seen the topic: read because a new partition starts at earliest.
-        kafka_broker.produce(second, json_events(10, 10, DAY, 60, partitions=2))
+        kafka_broker.produce(second, event_records(10, 10, DAY, 60, partitions=2))
         _wait(running, lambda: committed_ids(sink) == list(range(20)), "the new topic's rows")
-        kafka_broker.produce(first, json_events(20, 6, DAY, 60, partitions=2))
-        kafka_broker.produce(second, json_events(26, 6, DAY, 60, partitions=2))
+        kafka_broker.produce(first, event_records(20, 6, DAY, 60, partitions=2))
+        kafka_broker.produce(second, event_records(26, 6, DAY, 60, partitions=2))
         _wait(running, lambda: committed_ids(sink) == list(range(32)), "the rows produced afterwards")
     finally:
         running.stop()

@@ -1,5 +1,5 @@
 """Kafka -> hourly table with partition-time commit, end to end through ``sqlext run`` on Spark's Kafka source
-(its jars given with ``spark.jars``): JSON events over six hours in a 3-partition topic of an Apache Kafka
+(its jars given with ``spark.jars``): JSON or CSV events over six hours in a 3-partition topic of an Apache Kafka
 broker, the driver SIGKILLed mid-stream and restarted, more events produced, and at the end every event
 exactly once in the table and every hour the watermark passed committed in the HMS."""
 
@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from tests.support.kafka import KafkaBroker, json_events, spark_kafka_conf
+from tests.support.kafka import KafkaBroker, Record, event_records, spark_kafka_conf
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import wait_for
 
@@ -32,7 +32,7 @@ STEP_S = 30
 PER_HOUR = 3600 // STEP_S
 
 
-def _job(broker: KafkaBroker, table_dir: Path) -> str:
+def _job(broker: KafkaBroker, table_dir: Path, value_format: str) -> str:
     return f"""
 CREATE DATABASE IF NOT EXISTS kafka_e2e;
 CREATE TABLE IF NOT EXISTS kafka_e2e.events_src (
@@ -41,8 +41,8 @@ CREATE TABLE IF NOT EXISTS kafka_e2e.events_src (
   `offset` BIGINT METADATA VIRTUAL,
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
 ) WITH (
-  'connector' = 'kafka', 'topic' = 'events_e2e', 'properties.bootstrap.servers' = '{broker.bootstrap}',
-  'properties.group.id' = 'kafka_e2e', 'scan.startup.mode' = 'earliest-offset', 'format' = 'json'
+  'connector' = 'kafka', 'topic' = '{_topic(value_format)}', 'properties.bootstrap.servers' = '{broker.bootstrap}',
+  'properties.group.id' = 'kafka_e2e', 'scan.startup.mode' = 'earliest-offset', 'format' = '{value_format}'
 );
 CREATE TABLE IF NOT EXISTS kafka_e2e.events (
   id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), src_partition INT, src_offset BIGINT, dt STRING, hr STRING
@@ -58,6 +58,10 @@ INSERT INTO kafka_e2e.events
 SELECT id, user_id, amount, ts, `partition`, `offset`, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH')
 FROM kafka_e2e.events_src;
 """
+
+
+def _topic(value_format: str) -> str:
+    return f"events_e2e_{value_format}"
 
 
 def _ids(table_dir: Path) -> list[int]:
@@ -84,13 +88,18 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.timeout(1800)  # two Spark driver starts; on a loaded 2-core machine each takes minutes
+@pytest.mark.parametrize("value_format", ["json", "csv"])
 def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
-    kafka_broker: KafkaBroker, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path
+    kafka_broker: KafkaBroker, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path, value_format: str
 ) -> None:
-    topic, table_dir, log = "events_e2e", tmp_path / "events", tmp_path / "run.log"
+    topic, table_dir, log = _topic(value_format), tmp_path / "events", tmp_path / "run.log"
     kafka_broker.create_topic(topic, 3)
     job = tmp_path / "kafka_e2e.sql"
-    job.write_text(_job(kafka_broker, table_dir))
+    job.write_text(_job(kafka_broker, table_dir, value_format))
+
+    def events(first_id: int, count: int, start: datetime) -> Iterator[Record]:
+        return event_records(first_id, count, start, STEP_S, value_format=value_format)
+
     command = [
         sys.executable,
         "-m",
@@ -109,24 +118,24 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
     try:
         # A batch commits with the watermark after its own rows: hour 02's events move it past 01:00, so
         # hour 00 is committed mid-stream; then the driver dies.
-        kafka_broker.produce(topic, json_events(0, 2 * hour, DAY, STEP_S))
+        kafka_broker.produce(topic, events(0, 2 * hour, DAY))
         _wait(lambda: _ids(table_dir), first, log, "the first batch")
-        kafka_broker.produce(topic, json_events(2 * hour, hour, DAY + timedelta(hours=2), STEP_S))
+        kafka_broker.produce(topic, events(2 * hour, hour, DAY + timedelta(hours=2)))
         _wait(lambda: _committed(table_dir), first, log, "the first partition commit")
     finally:
         _kill(first)
 
-    kafka_broker.produce(topic, json_events(3 * hour, 3 * hour, DAY + timedelta(hours=3), STEP_S))
+    kafka_broker.produce(topic, events(3 * hour, 3 * hour, DAY + timedelta(hours=3)))
     with log.open("ab") as out:
         second = subprocess.Popen(command, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait(lambda: _ids(table_dir) == list(range(EVENTS)), second, log, "every event")
         # Two events at 07:00 move the watermark past 06:00, so hours 00-05 are all committed.
-        kafka_broker.produce(topic, json_events(EVENTS, 1, DAY + timedelta(hours=7), STEP_S))
+        kafka_broker.produce(topic, events(EVENTS, 1, DAY + timedelta(hours=7)))
         _wait(lambda: _ids(table_dir)[-1:] == [EVENTS], second, log, "the first closing event")
         # A second event at 07:00 (a second batch): the watermark (ts - 1 s) stays before 07:00, so hour 07
         # stays uncommitted.
-        kafka_broker.produce(topic, json_events(EVENTS + 1, 1, DAY + timedelta(hours=7), STEP_S))
+        kafka_broker.produce(topic, events(EVENTS + 1, 1, DAY + timedelta(hours=7)))
         six_hours = [f"hr={h:02d}" for h in range(6)]
         _wait(
             lambda: _committed(table_dir) == six_hours and _ids(table_dir)[-1:] == [EVENTS + 1],

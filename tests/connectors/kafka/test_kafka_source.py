@@ -17,7 +17,7 @@ from sqlext.connectors.kafka.factory import SOURCE_CONF
 from sqlext.registry import SourceContext, explain_query_failure, find_factory, validate_table
 from sqlext.sql.parser import parse_statement
 from sqlext.table import TableDefinition
-from tests.support.kafka import CLIENT_LOG, KafkaBroker, Record, add_spark_kafka, json_events, start_broker
+from tests.support.kafka import CLIENT_LOG, KafkaBroker, Record, add_spark_kafka, event_records, start_broker
 from tests.support.waiting import free_port, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
@@ -67,7 +67,7 @@ def test_earliest_offset_reads_every_record_with_its_metadata(
     kafka_broker: KafkaBroker, spark: Any, kafka_reader: str
 ) -> None:
     topic = _topic(kafka_broker)
-    kafka_broker.produce(topic, json_events(0, 30, DAY, 600))
+    kafka_broker.produce(topic, event_records(0, 30, DAY, 600))
     columns = (
         "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), `partition` INT METADATA VIRTUAL, "
         "`off` BIGINT METADATA FROM 'offset' VIRTUAL, rts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp', "
@@ -87,11 +87,11 @@ def test_latest_offset_reads_only_what_comes_after_the_start(
     kafka_broker: KafkaBroker, spark: Any, kafka_reader: str, tmp_path: Path
 ) -> None:
     topic = _topic(kafka_broker)
-    kafka_broker.produce(topic, json_events(0, 12, DAY, 60))
+    kafka_broker.produce(topic, event_records(0, 12, DAY, 60))
     query = _stream(spark, _table(kafka_broker, topic, **{"scan.startup.mode": "latest-offset"}), tmp_path, "latest")
     try:
         query.processAllAvailable()
-        kafka_broker.produce(topic, json_events(100, 9, DAY, 60))
+        kafka_broker.produce(topic, event_records(100, 9, DAY, 60))
         query.processAllAvailable()
         assert _ids(spark, "latest") == list(range(100, 109))
     finally:
@@ -102,7 +102,7 @@ def test_timestamp_starts_each_partition_at_its_first_record_at_or_after_the_tim
     kafka_broker: KafkaBroker, spark: Any, kafka_reader: str
 ) -> None:
     topic = _topic(kafka_broker)
-    kafka_broker.produce(topic, json_events(0, 60, DAY, 60))  # one event a minute, 20 a partition
+    kafka_broker.produce(topic, event_records(0, 60, DAY, 60))  # one event a minute, 20 a partition
     start_ms = int(datetime(2026, 11, 22, 0, 42, 30).timestamp() * 1000) + _utc_offset_ms()
     options = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": str(start_ms)}
     table = _table(kafka_broker, topic, **options, **{"scan.bounded.mode": "latest-offset"})
@@ -120,7 +120,7 @@ def test_group_offsets_start_at_the_groups_committed_offsets(
     kafka_broker: KafkaBroker, spark: Any, kafka_reader: str
 ) -> None:
     topic = _topic(kafka_broker)
-    kafka_broker.produce(topic, json_events(0, 18, DAY, 60))  # id n is record n // 3 of partition n % 3
+    kafka_broker.produce(topic, event_records(0, 18, DAY, 60))  # id n is record n // 3 of partition n % 3
     group = f"g-{topic}"
     _commit(kafka_broker, group, topic, {0: 2, 1: 4})  # partition 2: nothing committed
     options = {"scan.startup.mode": "group-offsets", "scan.bounded.mode": "latest-offset"}
@@ -148,12 +148,12 @@ def test_the_own_source_commits_group_offsets_as_a_courtesy(
 ) -> None:
     spark.conf.set(SOURCE_CONF, "sqlext")
     topic = _topic(kafka_broker)
-    kafka_broker.produce(topic, json_events(0, 9, DAY, 60))
+    kafka_broker.produce(topic, event_records(0, 9, DAY, 60))
     group = {"properties.group.id": f"g-{topic}"}
     first = _stream(spark, _table(kafka_broker, topic, **group), tmp_path, "group_first")
     try:
         first.processAllAvailable()
-        kafka_broker.produce(topic, json_events(9, 3, DAY, 60))
+        kafka_broker.produce(topic, event_records(9, 3, DAY, 60))
         first.processAllAvailable()
         assert _ids(spark, "group_first") == list(range(12))
     finally:
@@ -235,7 +235,7 @@ def test_a_topic_deleted_under_a_running_query_is_named_with_its_table_and_broke
     kafka_broker: KafkaBroker, spark: Any, kafka_reader: str, tmp_path: Path
 ) -> None:
     topic = _topic(kafka_broker, 2)
-    kafka_broker.produce(topic, json_events(0, 5, DAY, 60, partitions=2))
+    kafka_broker.produce(topic, event_records(0, 5, DAY, 60, partitions=2))
     table, name = _table(kafka_broker, topic, **{"properties.socket.timeout.ms": "2000"}), f"deleted_{topic}"
     query = _stream(spark, table, tmp_path, name)
     try:
@@ -265,7 +265,7 @@ def test_a_broker_that_dies_mid_stream_fails_the_own_sources_query_naming_broker
     broker = start_broker(tmp_path_factory.mktemp("dying"))
     try:
         topic = _topic(broker, 1)
-        broker.produce(topic, json_events(0, 5, DAY, 60, partitions=1))
+        broker.produce(topic, event_records(0, 5, DAY, 60, partitions=1))
         table = _table(broker, topic, **{"properties.socket.timeout.ms": "2000"})
         query = _stream(spark, table, tmp_path, "dying")
         try:
@@ -291,13 +291,13 @@ def test_a_broker_restarted_mid_stream_loses_and_doubles_nothing_on_sparks_sourc
     broker = start_broker(tmp_path_factory.mktemp("restarted"))
     try:
         topic = _topic(broker)
-        broker.produce(topic, json_events(0, 30, DAY, 60))
+        broker.produce(topic, event_records(0, 30, DAY, 60))
         query = _stream(spark, _table(broker, topic), tmp_path, "restarted")
         try:
             wait_for(lambda: _ids(spark, "restarted") == list(range(30)) or not query.isActive, 300, what="the rows")
             broker.stop()
             broker.start()
-            broker.produce(topic, json_events(30, 30, DAY, 60))
+            broker.produce(topic, event_records(30, 30, DAY, 60))
             wait_for(lambda: len(_ids(spark, "restarted")) >= 60 or not query.isActive, 300, what="the new rows")
             assert query.isActive, f"the query failed: {query.exception()}"
             assert _ids(spark, "restarted") == list(range(60)), "rows lost or doubled"
