@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlparse
 from sqlext.catalog.csv_text import CsvTextForm
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 VALUE = "value"
 FILE = "__sqlext_file"
@@ -41,13 +41,16 @@ BLOCK_END = "__sqlext_block_end"
 _CHUNK = 1 << 20
 
 
-def records(lines: DataFrame, form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame:
-    """``lines`` (a text read with ``lineSep='\\n'``: ``value`` and other columns, ``_metadata`` among them as a
-    plain column) as one row per csv record: ``value`` is the record, the other columns those of its file."""
+def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame:
+    """The lines of ``files`` (a text read with ``lineSep='\\n'``) as one row per csv record: ``value`` is the
+    record, followed by ``columns`` (of the record's file; ``_metadata`` too when a caller needs it, as a plain
+    column). Only these go through Python and back: each column costs its bytes twice for every line."""
     from pyspark.sql import functions as F
 
-    framed = lines.select(
-        "*",
+    carried = files.select(VALUE, *columns)
+    framed = files.select(
+        VALUE,
+        *columns,
         F.col("_metadata.file_path").alias(FILE),
         F.col("_metadata.file_block_start").alias(BLOCK_START),
         (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(BLOCK_END),
@@ -55,8 +58,7 @@ def records(lines: DataFrame, form: CsvTextForm, hadoop: Mapping[str, str]) -> D
     with warnings.catch_warnings():
         # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-        joined = framed.mapInArrow(RecordJoiner(form, dict(hadoop)), framed.schema)
-    return joined.drop(FILE, BLOCK_START, BLOCK_END)
+        return framed.mapInArrow(RecordJoiner(form, dict(hadoop)), carried.schema)
 
 
 class Records:
@@ -165,6 +167,10 @@ class RecordJoiner:
         self._escape = form.escape.encode("utf-8")
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in self._records(batches):
+            yield batch.drop_columns([FILE, BLOCK_START, BLOCK_END])
+
+    def _records(self, batches: Iterator[Any]) -> Iterator[Any]:
         current: _Range | None = None
         for batch in batches:
             for run in _runs(batch):

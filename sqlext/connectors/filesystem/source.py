@@ -148,17 +148,17 @@ def _read_csv_text(
     data = [(c.name, _spark_type(c.type)) for c in table.physical_columns if c not in dir_columns]
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
+    metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
     if form.quote is not None:
         from sqlext.connectors.filesystem.csv_records import records
 
         files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(path)
-        dirs = (F.col(f"`{c.name}`") for c in dir_columns)
-        lines = records(files.select("value", *dirs, F.col("_metadata").alias("_metadata")), form, _spark_conf(spark))
+        lines = records(files, [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata], form, _spark_conf(spark))
     else:
         lines = reader.format("text").schema(schema).options(**passed).load(path)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
-    kept = [*(F.col(f"`{c.name}`") for c in dir_columns), F.col("_metadata")]
+    kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]
     plain, fields = form.split(F.col("value"), len(data))
     lines = lines.select(plain.alias("__sqlext_plain"), fields.alias("__sqlext_fields"), *kept)
     typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data)
@@ -166,10 +166,15 @@ def _read_csv_text(
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
     ]
-    columns = [*typed, *others, F.col("_metadata")]
+    columns = [*typed, *others, *metadata]
     if parsed is None:
         return lines.select(*columns)
     return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")
+
+
+def _reads_metadata(table: TableDefinition, options: Options) -> bool:
+    """Whether the read uses ``_metadata``: for a metadata column, or to match ``source.path.regex``."""
+    return any(column.metadata_key for column in table.columns) or bool(options.get(fso.SOURCE_PATH_REGEX))
 
 
 def _spark_conf(spark: Any) -> dict[str, str]:

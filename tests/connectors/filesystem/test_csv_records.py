@@ -77,8 +77,7 @@ def _read(spark: Any, path: Path, form: CsvTextForm) -> list[str]:
     from pyspark.sql import functions as F
 
     files = spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(path))
-    lines = files.select("value", F.col("_metadata").alias("_metadata"))
-    rows = records(lines, form, {}).select("value", F.col("_metadata.file_name").alias("file")).collect()
+    rows = records(files, [F.col("_metadata.file_name").alias("file")], form, {}).collect()
     by_file: dict[str, list[str]] = {}
     for row in rows:
         by_file.setdefault(row.file, []).append(row.value)
