@@ -333,6 +333,15 @@ class SqlextSession:
             )
         return execute_insert(self, replace(statement, target=self.resolve(statement.target)))
 
+    def _on_Query(self, statement: st.Query) -> DataFrame:
+        """A query with ``OPTIONS`` hints: sqlext's when a hinted table is a sqlext table, else Spark's (whose
+        parser rejects the hint)."""
+        if not any(self.is_sqlext_table(ident) for ident, _ in statement.hints):
+            return self._spark_sql(statement.sql)
+        from sqlext.jobs.query import run_query
+
+        return run_query(self, statement.query)
+
     def _on_ShowJobs(self, statement: st.ShowJobs) -> StatementResult:
         from sqlext.jobs.checkpoint import started_checkpoint
 
