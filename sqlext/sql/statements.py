@@ -146,7 +146,7 @@ class Query(Statement):
     their connector with the hint's options; the session passes the statement to Spark when none is."""
 
     query: exp.Expr
-    #: Each hinted table reference (unqualified names: database "") with its hint, in the order written.
+    #: Each hinted table reference (unqualified names: database "") with its hint.
     hints: tuple[tuple[TableIdentifier, dict[str, str]], ...] = ()
 
     @property

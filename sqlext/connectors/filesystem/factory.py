@@ -13,7 +13,7 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.incremental.window import NO_SNAPSHOT_IDS, SNAPSHOT_KEY
+from sqlext.connectors.filesystem.incremental.window import SNAPSHOT_KEY, no_snapshot_ids
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, is_streaming_source
 from sqlext.connectors.filesystem.streaming.source import read_stream
@@ -51,7 +51,8 @@ class FileSystemTableFactory(ConnectorFactory):
         """Declared options, then: format options only for the table's format, a class for each
         ``custom`` kind, and metadata columns the connector offers."""
         if SNAPSHOT_KEY in table.options:  # Paimon's, by snapshot ids: said why, rather than "unsupported"
-            raise OptionError(NO_SNAPSHOT_IDS, option=SNAPSHOT_KEY, value=table.options[SNAPSHOT_KEY])
+            value = table.options[SNAPSHOT_KEY]
+            raise OptionError(no_snapshot_ids(value), option=SNAPSHOT_KEY, value=value)
         super().validate(table)
         options = Options(table.options)
         fmt = options.require(fso.FORMAT)

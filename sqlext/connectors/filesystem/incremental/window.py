@@ -9,17 +9,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 KEY = "incremental-between-timestamp"
-#: Paimon's option by snapshot ids, which sqlext's commit log has no equivalent of (see :data:`NO_SNAPSHOT_IDS`).
+#: Paimon's option by snapshot ids, which sqlext's commit log has no equivalent of (:func:`no_snapshot_ids`).
 SNAPSHOT_KEY = "incremental-between"
 FORM = (
     "'START,END': two times in epoch milliseconds, START (exclusive) not after END (inclusive), "
     "e.g. '1767225600000,1767312000000'"
 )
-NO_SNAPSHOT_IDS = (
-    f"Option '{SNAPSHOT_KEY}' (Paimon's window of snapshot ids) is not supported: a sqlext table's commit log has "
-    "no table-wide snapshot ids (each writing query numbers its own batches; compactions are numbered by time). "
-    f"Use '{KEY}' = {FORM}; `sqlext commits` shows each batch's completion time in both forms."
-)
+
+
+def no_snapshot_ids(value: str) -> str:
+    """Why Paimon's window of snapshot ids is refused."""
+    return (
+        f"Option '{SNAPSHOT_KEY}' = '{value}' (Paimon's window of snapshot ids) is not supported: a sqlext table's "
+        "commit log has no table-wide snapshot ids (each writing query numbers its own batches; compactions are "
+        f"numbered by time). Use '{KEY}' = {FORM}; `sqlext commits` shows when each batch completed, in both forms."
+    )
+
+
 _MILLIS = re.compile(r"^[+-]?\d{1,18}$")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
