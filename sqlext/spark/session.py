@@ -3,7 +3,7 @@
 An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`):
 a statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form
 only Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW
-JOBS``, ...). Everything else, including whatever sqlext's parser cannot parse, goes to Spark untouched, and
+JOBS``, a query with an ``OPTIONS`` hint after a sqlext table, ...). Everything else, including whatever sqlext's parser cannot parse, goes to Spark untouched, and
 Spark's own result or error is what the user sees. Where a statement Spark shares names a table (``SHOW
 CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``, ``CREATE TABLE b LIKE t``), sqlext
 answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and Spark share a statement, the answer
