@@ -1,16 +1,16 @@
 """The session extension: ``sqlext.extend(spark)`` makes ``spark.sql(...)`` run sqlext statements.
 
-An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`):
-a statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form
-only Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW
-JOBS``, a query with an ``OPTIONS`` hint after a sqlext table, ...). Everything else, including whatever sqlext's parser cannot parse, goes to Spark untouched, and
-Spark's own result or error is what the user sees. Where a statement Spark shares names a table (``SHOW
-CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``, ``CREATE TABLE b LIKE t``), sqlext
-answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and Spark share a statement, the answer
-serves both: ``SHOW TABLES`` is Spark's (``namespace, tableName, isTemporary``) with sqlext's temporary
-tables added, ``SET`` lists Spark's settings and sqlext's options, ``RESET`` resets both and ``RESET key``
-that key wherever it lives. ``USE`` and ``CREATE DATABASE`` are Spark's, and sqlext's DDL returns what
-Spark's does: no columns, no rows. The current database is Spark's.
+An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`): a
+statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form only
+Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW JOBS``, a
+query with an ``OPTIONS`` hint after a sqlext table, ...). Everything else, including whatever sqlext's parser
+cannot parse, goes to Spark untouched, and Spark's own result or error is what the user sees. Where a statement
+Spark shares names a table (``SHOW CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``,
+``CREATE TABLE b LIKE t``), sqlext answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and
+Spark share a statement, the answer serves both: ``SHOW TABLES`` is Spark's (``namespace, tableName,
+isTemporary``) with sqlext's temporary tables added, ``SET`` lists Spark's settings and sqlext's options,
+``RESET`` resets both and ``RESET key`` that key wherever it lives. ``USE`` and ``CREATE DATABASE`` are Spark's,
+and sqlext's DDL returns what Spark's does: no columns, no rows. The current database is Spark's.
 
 Config comes from the ``spark.sqlext.*`` keys
 of the Spark conf (see :mod:`sqlext.config`); without ``spark.sqlext.metastore.uris`` the embedded
