@@ -70,7 +70,10 @@ class Truncation:
 
     query: str
     batch: int
+    #: When ``batch`` completed: the lost batches committed before.
     since_ms: int
+    #: When ``batch`` started: its pending partitions were still pending then.
+    planned_ms: int
     #: Partitions written by the lost batches and not yet committed when ``batch`` was planned (None: not
     #: recorded, so any partition may be such).
     pending: frozenset[str] | None
@@ -218,4 +221,4 @@ def _truncation(query: str, entries: list[LogEntry]) -> Truncation | None:
         return None
     start = entries[first]
     pending = None if start.pending_partitions is None else frozenset(start.pending_partitions)
-    return Truncation(query, start.batch, _completed_ms(start), pending)
+    return Truncation(query, start.batch, _completed_ms(start), start.batch_time_ms, pending)

@@ -150,7 +150,7 @@ class _Planner:
                 self._problems.append((truncation.since_ms - 1, lost))
             suspects = truncation.pending if truncation.pending is not None else set(history.commits)
             for partition in sorted(suspects):
-                first = history.first_commit_since(partition, truncation.since_ms)
+                first = history.first_commit_since(partition, truncation.planned_ms)
                 if first is not None and first in self.window and self._holds_unknown_files(history, partition):
                     self._problems.append(
                         (
@@ -191,11 +191,12 @@ class _Planner:
                 self._check_gone(history, landing, current, committed_ms)
                 return None
             merge = history.merges[merged]
-            if not merge.completed and not self._holds(merged):
+            if not merge.completed:  # its merged file may be half copied into place
                 raise ValidationError(
                     f"'{KEY}' = '{self.window}' on {self.table.identifier}: a compaction of partition "
                     f"{merge.partition} (compaction {merge.compaction}) is replacing files committed in the "
-                    "window; run the read again once it finished.",
+                    "window; run the read again once it finished (one a crash interrupted is finished by the "
+                    "next `sqlext compact` of the table, or the next commit of the insert that compacted).",
                     option=KEY,
                     value=str(self.window),
                 )
