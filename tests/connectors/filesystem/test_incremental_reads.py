@@ -93,18 +93,18 @@ def test_consecutive_windows_over_late_data_and_a_compaction_read_every_row_of_t
     t4 = _now_ms()
 
     # Each window holds what was committed in it; the first window's hr=00 rows are read from the merged file.
-    first = _window(spark, table, t0, t1)
-    assert _ids(first) == list(range(0, 120))
+    windows = [_window(spark, table, start, end) for start, end in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]
+    assert [_ids(rows) for rows in windows] == [
+        list(range(0, 120)),
+        list(range(120, 125)),  # the late rows, once
+        [],  # the compaction added no rows
+        list(range(125, 165)),
+    ]
     merged = compacted[0].files[0].final
     assert [uri for uri, _ in plan_window(table, Window(t0, t1)).parts] == [merged]
-    assert _ids(_window(spark, table, t1, t2)) == list(range(120, 125))  # the late rows, once
-    assert _window(spark, table, t2, t3) == []  # the compaction added no rows
-    assert _ids(_window(spark, table, t3, t4)) == list(range(125, 165))
-
     everything = spark_own_sql(spark)("SELECT id, user_id, amount, ts, dt, hr FROM incr_db.events").collect()
-    union = first + _window(spark, table, t1, t2) + _window(spark, table, t2, t3) + _window(spark, table, t3, t4)
-    assert sorted(union) == sorted(tuple(row) for row in everything)  # every row of the table, once
-    assert _window(spark, table, t0, t2) == sorted(first + _window(spark, table, t1, t2))  # merged file read whole
+    assert sorted(row for rows in windows for row in rows) == sorted(tuple(row) for row in everything)  # once each
+    assert _window(spark, table, t0, t2) == sorted(windows[0] + windows[1])  # the merged file read whole
 
     # A daily-job shape: a batch INSERT of one window into another table; streaming mode is refused.
     copy = events_table("incr_db", "late_rows", tmp_path / "copy")
@@ -133,7 +133,7 @@ def test_a_window_the_retained_log_no_longer_covers_is_refused_naming_the_oldest
         rows = spark.range(batch * 10, (batch + 1) * 10).selectExpr(
             "id",
             "'u' AS user_id",
-            "0.5 AS amount",
+            "id / 10 AS amount",
             "timestamp_seconds(1795300000 + id) AS ts",
             "'2026-11-22' AS dt",
             f"'{batch:02d}' AS hr",
@@ -149,22 +149,21 @@ def test_a_window_the_retained_log_no_longer_covers_is_refused_naming_the_oldest
     assert _ids(_window(spark, table, oldest, end)) == list(range(10, 30))
 
 
-@pytest.mark.parametrize(
-    ("option", "value", "expected"),
-    [
-        (KEY, "abc", "Expected 'START,END': two times in epoch milliseconds"),
-        (KEY, "1767225600000", "Expected 'START,END'"),
-        (KEY, "5,3", "START 5 is after END 3"),
-        ("incremental-between", "5,10", "no table-wide snapshot ids"),
-    ],
-)
+BAD_VALUES = [
+    (KEY, "abc", "Expected 'START,END': two times in epoch milliseconds"),
+    (KEY, "1767225600000", "Expected 'START,END'"),
+    (KEY, "5,3", "START 5 is after END 3"),
+    ("incremental-between", "5,10", "no table-wide snapshot ids"),
+]
+
+
 def test_bad_windows_are_refused_naming_the_option_the_value_and_the_form(
-    spark: Any, hms: MetastoreClient, tmp_path: Path, option: str, value: str, expected: str
+    spark: Any, hms: MetastoreClient, tmp_path: Path
 ) -> None:
     extend(spark)
-    table = events_table("incr_db", "bad_values", tmp_path / "table")
-    create_in_hms(hms, table)
-    with pytest.raises(OptionError, match=expected) as error:
-        spark.sql(f"SELECT * FROM incr_db.bad_values /*+ OPTIONS('{option}' = '{value}') */")
-    assert error.value.option == option and error.value.value == value
-    assert f"'{value}'" in str(error.value)
+    create_in_hms(hms, events_table("incr_db", "bad_values", tmp_path / "table"))
+    for option, value, expected in BAD_VALUES:
+        with pytest.raises(OptionError, match=expected) as error:
+            spark.sql(f"SELECT * FROM incr_db.bad_values /*+ OPTIONS('{option}' = '{value}') */")
+        assert error.value.option == option and error.value.value == value
+        assert f"'{value}'" in str(error.value)
