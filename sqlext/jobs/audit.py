@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
+from sqlext.connectors.filesystem.incremental.window import utc_text
 from sqlext.errors import TableNotFoundError
 from sqlext.io.fs import FileSystem, normalize
 from sqlext.table import TableIdentifier
@@ -62,12 +63,27 @@ def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
     if as_json:
         return "\n".join(json.dumps(entry.to_json(), sort_keys=True) for entry in entries)
     width = max([6, *(len(str(e.batch)) for e in entries)])
-    header = f"{'query':<24} {'batch':>{width}} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  committed partitions"
+    header = (
+        f"{'query':<24} {'batch':>{width}} {'state':<9} {'op':<9} {'rows':>10} {'files':>5}  "
+        f"{'completed_ms':>13} {'completed (UTC)':<24}  committed partitions"
+    )
     lines = [header]
     for e in entries:
         committed = ", ".join(e.committed_partitions) or "-"
         if e.operation == "compact":
             committed += f" ({len(e.replaced_files)} files merged into {len(e.files)})"
         counts = f"{e.rows:>10} {len(e.files):>5}"
-        lines.append(f"{e.query:<24} {e.batch:>{width}} {e.state!s:<9} {e.operation:<9} {counts}  {committed}")
+        completed = f"{_completed(e.completed_ms):>13} {_utc(e.completed_ms):<24}"
+        lines.append(
+            f"{e.query:<24} {e.batch:>{width}} {e.state!s:<9} {e.operation:<9} {counts}  {completed}  {committed}"
+        )
     return "\n".join(lines)
+
+
+def _completed(time_ms: int | None) -> str:
+    return "-" if time_ms is None else str(time_ms)
+
+
+def _utc(time_ms: int | None) -> str:
+    """When an entry completed, in UTC to the millisecond: the times ``incremental-between-timestamp`` takes."""
+    return "-" if time_ms is None else utc_text(time_ms).removesuffix(" UTC").replace(" ", "T") + "Z"

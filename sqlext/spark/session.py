@@ -1,16 +1,16 @@
 """The session extension: ``sqlext.extend(spark)`` makes ``spark.sql(...)`` run sqlext statements.
 
-An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`):
-a statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form
-only Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW
-JOBS``, ...). Everything else, including whatever sqlext's parser cannot parse, goes to Spark untouched, and
-Spark's own result or error is what the user sees. Where a statement Spark shares names a table (``SHOW
-CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``, ``CREATE TABLE b LIKE t``), sqlext
-answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and Spark share a statement, the answer
-serves both: ``SHOW TABLES`` is Spark's (``namespace, tableName, isTemporary``) with sqlext's temporary
-tables added, ``SET`` lists Spark's settings and sqlext's options, ``RESET`` resets both and ``RESET key``
-that key wherever it lives. ``USE`` and ``CREATE DATABASE`` are Spark's, and sqlext's DDL returns what
-Spark's does: no columns, no rows. The current database is Spark's.
+An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`): a
+statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form only
+Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW JOBS``, a
+query with an ``OPTIONS`` hint after a sqlext table, ...). Everything else, including whatever sqlext's parser
+cannot parse, goes to Spark untouched, and Spark's own result or error is what the user sees. Where a statement
+Spark shares names a table (``SHOW CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``,
+``CREATE TABLE b LIKE t``), sqlext answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and
+Spark share a statement, the answer serves both: ``SHOW TABLES`` is Spark's (``namespace, tableName,
+isTemporary``) with sqlext's temporary tables added, ``SET`` lists Spark's settings and sqlext's options,
+``RESET`` resets both and ``RESET key`` that key wherever it lives. ``USE`` and ``CREATE DATABASE`` are Spark's,
+and sqlext's DDL returns what Spark's does: no columns, no rows. The current database is Spark's.
 
 Config comes from the ``spark.sqlext.*`` keys
 of the Spark conf (see :mod:`sqlext.config`); without ``spark.sqlext.metastore.uris`` the embedded
@@ -332,6 +332,15 @@ class SqlextSession:
                 statement=statement.sql,
             )
         return execute_insert(self, replace(statement, target=self.resolve(statement.target)))
+
+    def _on_Query(self, statement: st.Query) -> DataFrame:
+        """A query with ``OPTIONS`` hints: sqlext's when a hinted table is a sqlext table, else Spark's (whose
+        parser rejects the hint)."""
+        if not any(self.is_sqlext_table(ident) for ident, _ in statement.hints):
+            return self._spark_sql(statement.sql)
+        from sqlext.jobs.query import run_query
+
+        return run_query(self, statement.query)
 
     def _on_ShowJobs(self, statement: st.ShowJobs) -> StatementResult:
         from sqlext.jobs.checkpoint import started_checkpoint

@@ -8,12 +8,15 @@ Anything else is :class:`Passthrough`: Spark runs it.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from sqlext.errors import ParseError, SqlextError, ValidationError
 from sqlext.sql.create_table import create_database, create_table, create_table_like, top_level_like
 from sqlext.sql.dialect import string_literal_value
+from sqlext.sql.hints import options_hint
 from sqlext.sql.ownership import is_flink_form, read_name, whole_name
 from sqlext.sql.statements import (
     AlterTableOptions,
@@ -21,6 +24,7 @@ from sqlext.sql.statements import (
     DropTable,
     Insert,
     Passthrough,
+    Query,
     ResetOption,
     SetOption,
     ShowCreateTable,
@@ -31,6 +35,10 @@ from sqlext.sql.statements import (
 )
 from sqlext.sql.syntax import flink_tokens, parse_tree, string_value, table_identifier, token_identifier
 from sqlext.table import TableIdentifier
+
+#: Words a query starts with; one with Flink's ``/*+ OPTIONS(...) */`` hint after a table is sqlext's.
+_QUERY_STARTS = ("SELECT", "WITH", "FROM", "(")
+_OPTIONS_HINT = re.compile(r"/\*\+\s*OPTIONS\s*\(", re.IGNORECASE)
 
 # -- splitting ------------------------------------------------------------------------------------
 
@@ -77,9 +85,10 @@ def _parse_statement(sql: str) -> Statement:
     try:
         return _parse_own(sql, tokens, words)
     except SqlextError as exc:
-        if is_flink_form(tokens):
-            raise
-        if words[0] == "INSERT" or (words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens)):
+        inserts = words[0] == "INSERT" or (words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens))
+        if is_flink_form(tokens) or (not inserts and words[0] in _QUERY_STARTS and _OPTIONS_HINT.search(sql)):
+            raise  # Flink's form (Spark rejects a hint after a table too): sqlext's error says more
+        if inserts:
             return Passthrough(sql, guard=_insert_target(tokens), error=exc)
         return Passthrough(sql)
 
@@ -104,7 +113,22 @@ def _parse_own(sql: str, tokens: list[Token], words: list[str]) -> Statement:
         if _insert_target(tokens) is None:
             return Passthrough(sql)  # INSERT INTO IDENTIFIER(...), OVERWRITE DIRECTORY, ...: Spark's
         return _from_tree(sql, parse_tree(sql))  # [WITH cte AS (...)] INSERT INTO ...
+    if first in _QUERY_STARTS and _OPTIONS_HINT.search(sql):
+        return _query(sql, parse_tree(sql))
     return Passthrough(sql)
+
+
+def _query(sql: str, tree: exp.Expr) -> Statement:
+    """A query with ``OPTIONS`` hints on its tables (:class:`Query`); without one, Spark's."""
+    if not isinstance(tree, exp.Query):
+        return Passthrough(sql)
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    hints = tuple(
+        (table_identifier(node), hint)
+        for node in tree.find_all(exp.Table)
+        if node.name and (node.db or node.name.lower() not in ctes) and (hint := options_hint(node))
+    )
+    return Query(sql, tree, hints) if hints else Passthrough(sql)
 
 
 def _create(sql: str, tokens: list[Token]) -> Statement:

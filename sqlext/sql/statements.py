@@ -136,13 +136,39 @@ class Insert(Statement):
     @property
     def source_tables(self) -> tuple[TableIdentifier, ...]:
         """Tables the query reads, each once, without CTE names (unqualified names: database "")."""
-        ctes = {cte.alias_or_name.lower() for cte in self.query.find_all(exp.CTE)}
-        found: dict[TableIdentifier, None] = {}
-        for table in self.query.find_all(exp.Table):
-            if not table.name or (not table.db and table.name.lower() in ctes):
-                continue
-            found.setdefault(table_identifier(table))
-        return tuple(found)
+        return tables_read(self.query)
+
+
+@dataclass(frozen=True)
+class Query(Statement):
+    """``SELECT ...`` (or ``WITH ... SELECT ...``) in which tables carry Flink's dynamic table options, ``FROM t
+    /*+ OPTIONS('k' = 'v') */`` (a form Spark rejects): the hinted tables that are sqlext's are read through
+    their connector with the hint's options; the session passes the statement to Spark when none is."""
+
+    query: exp.Expr
+    #: Each hinted table reference (unqualified names: database "") with its hint.
+    hints: tuple[tuple[TableIdentifier, dict[str, str]], ...] = ()
+
+    @property
+    def query_sql(self) -> str:
+        """The query as Spark SQL (the hints as plain comments)."""
+        return self.query.sql(dialect="spark")
+
+    @property
+    def source_tables(self) -> tuple[TableIdentifier, ...]:
+        """Tables the query reads, each once, without CTE names (unqualified names: database "")."""
+        return tables_read(self.query)
+
+
+def tables_read(query: exp.Expr) -> tuple[TableIdentifier, ...]:
+    """Tables a query reads, each once, without CTE names (unqualified names: database "")."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    found: dict[TableIdentifier, None] = {}
+    for table in query.find_all(exp.Table):
+        if not table.name or (not table.db and table.name.lower() in ctes):
+            continue
+        found.setdefault(table_identifier(table))
+    return tuple(found)
 
 
 @dataclass(frozen=True)

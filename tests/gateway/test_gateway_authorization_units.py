@@ -135,6 +135,12 @@ def test_sqlext_statements_are_judged_on_their_tables_options_and_query(tmp_path
         Access(Action.SETTING, "spark.sqlext.gateway.admins")
     ]
     assert _sqlext_accesses("SET 'pipeline.name' = 'x'", settings) == []
+    hinted = "SELECT * FROM db.t /*+ OPTIONS('path' = '/etc', 'incremental-between-timestamp' = '0,1') */ JOIN u"
+    assert _sqlext_accesses(hinted, settings) == [
+        Access(Action.LOCATION, "/etc"),  # a hint's options are judged as the DDL's
+        Access(Action.SELECT, table=TableIdentifier("db", "t")),
+        Access(Action.SELECT, table=TableIdentifier("cur", "u")),
+    ]
 
 
 def test_rules_follow_owners_and_grants_in_the_metastore(tmp_path: Path, hms: MetastoreClient) -> None:

@@ -18,6 +18,7 @@ from sqlext.sql.statements import (
     DropTable,
     Insert,
     Passthrough,
+    Query,
     ResetOption,
     SetOption,
     ShowCreateTable,
@@ -232,6 +233,8 @@ PASSTHROUGH = [
     "ALTER TABLE t ADD COLUMNS (x INT)",
     "EXPLAIN SELECT 1",
     "CACHE TABLE t",
+    "SELECT /*+ BROADCAST(t) */ * FROM t",
+    "SELECT * FROM t /* OPTIONS('k' = 'v') */",  # a plain comment, not Flink's hint
 ]
 
 
@@ -254,6 +257,22 @@ def test_insert_keeps_the_query_its_sources_and_static_partitions() -> None:
         TableIdentifier("", "ids"),
     }
     assert statement.query_sql.startswith("SELECT s.id, o.name FROM src AS s JOIN other.names AS o")
+
+
+def test_a_query_with_options_hints_names_each_hinted_table_and_its_options() -> None:
+    statement = parse_statement(
+        "WITH recent AS (SELECT * FROM db.events /*+ OPTIONS('incremental-between-timestamp' = '1,2') */) "
+        "SELECT r.id FROM recent r JOIN dims /*+ OPTIONS('a' = 'it''s') */ d ON r.id = d.id"
+    )
+    assert isinstance(statement, Query)
+    assert sorted(statement.hints, key=str) == [
+        (TableIdentifier("", "dims"), {"a": "it's"}),
+        (TableIdentifier("db", "events"), {"incremental-between-timestamp": "1,2"}),
+    ]
+    assert set(statement.source_tables) == {TableIdentifier("db", "events"), TableIdentifier("", "dims")}
+    assert "/*+" not in statement.query_sql  # Spark reads the hints left in it as comments
+    with pytest.raises(ParseError, match="Invalid OPTIONS hint"):  # Spark would only say it cannot parse '/*+'
+        parse_statement("SELECT * FROM t /*+ OPTIONS('a') */")
 
 
 def test_a_leading_with_belongs_to_the_insert_query() -> None:

@@ -73,6 +73,17 @@ class LogEntry:
     #: (a process-time delay passing between batches); partition path -> when (epoch ms). Recorded on the
     #: query's latest entry, so that the log says when every partition was committed.
     committed_later: dict[str, int] = field(default_factory=dict)
+    #: When each partition of :attr:`committed_partitions` was recorded committed (epoch ms, taken as the log
+    #: records it; the first record stays when a replayed batch commits the partition again). Entries written
+    #: before it was recorded have none: their ``completed_ms`` stands in.
+    committed_at: dict[str, int] = field(default_factory=dict)
+    #: Compaction only: the rows of each file it replaced (where known), to find a replaced file's rows in
+    #: the merged file (incremental reads).
+    merged_rows: dict[str, int] = field(default_factory=dict)
+    #: Partitions of this query that earlier batches wrote and no commit had covered yet when this batch was
+    #: planned (None in entries written before it was recorded): a reader whose log lost the earlier batches
+    #: knows which partitions may hold files the log does not list.
+    pending_partitions: list[str] | None = None
     #: The one batch of a batch-mode insert: the statement finished when this entry is completed and
     #: every partition it wrote is committed (see ``BatchCommitter.settle_interrupted_statement``).
     final: bool = False
@@ -104,6 +115,7 @@ class LogEntry:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LogEntry:
         files = [PlannedFile(**f) for f in data.get("files", [])]
+        pending = data.get("pending_partitions")
         return cls(
             query=data["query"],
             batch=int(data["batch"]),
@@ -119,6 +131,9 @@ class LogEntry:
             view=data.get("view"),
             completed_ms=data.get("completed_ms"),
             committed_later={k: int(v) for k, v in data.get("committed_later", {}).items()},
+            committed_at={k: int(v) for k, v in data.get("committed_at", {}).items()},
+            merged_rows={k: int(v) for k, v in data.get("merged_rows", {}).items()},
+            pending_partitions=None if pending is None else list(pending),
             final=bool(data.get("final", False)),
         )
 

@@ -13,6 +13,7 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.incremental.window import SNAPSHOT_KEY, no_snapshot_ids
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, is_streaming_source
 from sqlext.connectors.filesystem.streaming.source import read_stream
@@ -49,6 +50,9 @@ class FileSystemTableFactory(ConnectorFactory):
     def validate(self, table: TableDefinition) -> None:
         """Declared options, then: format options only for the table's format, a class for each
         ``custom`` kind, and metadata columns the connector offers."""
+        if SNAPSHOT_KEY in table.options:  # Paimon's, by snapshot ids: said why, rather than "unsupported"
+            value = table.options[SNAPSHOT_KEY]
+            raise OptionError(no_snapshot_ids(value), option=SNAPSHOT_KEY, value=value)
         super().validate(table)
         options = Options(table.options)
         fmt = options.require(fso.FORMAT)
@@ -103,6 +107,15 @@ class FileSystemTableFactory(ConnectorFactory):
         """A (streaming when ``context.streaming``) read of the table's files; see :mod:`.source`. In a
         streaming query, a table with ``streaming-source.enable`` is read as a stream of committed partitions
         (:mod:`.streaming_source`)."""
+        if context.streaming and fso.INCREMENTAL_BETWEEN_TIMESTAMP.key in context.table.options:
+            raise OptionError(
+                f"Option '{fso.INCREMENTAL_BETWEEN_TIMESTAMP.key}' of {context.table.identifier} reads the rows "
+                "committed in a window that has ended, once: a batch read. Run the statement in batch mode (SET "
+                "'execution.runtime-mode' = 'batch'), or follow new commits as they come with a streaming read "
+                "('streaming-source.enable' = 'true', docs/streaming-reads.md).",
+                option=fso.INCREMENTAL_BETWEEN_TIMESTAMP.key,
+                value=context.table.options[fso.INCREMENTAL_BETWEEN_TIMESTAMP.key],
+            )
         if context.streaming and is_streaming_source(context.table):
             return read_stream(context)
         return read_table(context)

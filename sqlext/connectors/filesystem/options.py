@@ -14,6 +14,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from sqlext.connectors.filesystem.incremental.window import FORM as WINDOW_FORM
+from sqlext.connectors.filesystem.incremental.window import KEY as WINDOW_KEY
+from sqlext.connectors.filesystem.incremental.window import Window, check_window, parse_window
 from sqlext.options import (
     BOOLEAN,
     DURATION,
@@ -97,6 +100,17 @@ SOURCE_IGNORE_CORRUPT_FILES = ConfigOption(
     "format, or with a column of another type than the table's), each with a warning in Spark's log naming it. "
     "Default false: such a file stops the insert at the batch that reads it, with an error naming the file (as "
     "in Flink); set this and run the insert again to skip it. Columns missing from a file read as NULL either way.",
+)
+WINDOW: OptionType[Window] = OptionType("String", parse_window, str, WINDOW_FORM)
+INCREMENTAL_BETWEEN_TIMESTAMP = ConfigOption(
+    WINDOW_KEY,
+    WINDOW,
+    None,
+    "Paimon's: read only the rows committed after START and up to END, 'START,END' in epoch milliseconds (START "
+    "exclusive, END inclusive), each row once: new partitions and late re-commits alike, compacted rows once. A "
+    "batch read only (in an OPTIONS hint); the table's commit log must still cover the window "
+    "(sink.commit-log.retained-batches). See docs/incremental-reads.md.",
+    check=check_window,
 )
 
 ORDER_PARTITION_NAME = "partition-name"
@@ -392,6 +406,7 @@ SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     SOURCE_PATH_REGEX,
     SOURCE_MAX_FILES_PER_TRIGGER,
     SOURCE_IGNORE_CORRUPT_FILES,
+    INCREMENTAL_BETWEEN_TIMESTAMP,
 )
 
 STREAMING_SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (

@@ -29,11 +29,14 @@ As a source:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.csv_text import unescape_field_delimiter
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.incremental.plan import RowRanges
+from sqlext.connectors.filesystem.incremental.window import Window
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sqlext.registry import SourceContext
+
+log = logging.getLogger("sqlext.connectors.filesystem.source")
 
 #: Flink's metadata keys -> fields of Spark's hidden ``_metadata`` column.
 METADATA_FIELDS = {
@@ -69,7 +74,18 @@ _JSON_TIMESTAMP_FORMATS = {
 
 
 def read_table(context: SourceContext) -> DataFrame:
-    """A (streaming when ``context.streaming``) read of the table's files; see the module docstring."""
+    """A (streaming when ``context.streaming``) read of the table's files; see the module docstring. With
+    ``incremental-between-timestamp``, a batch read of the rows committed in that window
+    (:mod:`sqlext.connectors.filesystem.incremental`)."""
+    window = Options(context.table.options).get(fso.INCREMENTAL_BETWEEN_TIMESTAMP)
+    if window is not None and not context.streaming:
+        return _read_window(context, window)
+    return _read(context)
+
+
+def _read(context: SourceContext, files: Sequence[str] = (), rows: RowRanges = ()) -> DataFrame:
+    """The table's files, or only ``files`` (partition columns still from their ``k=v`` directories), or only
+    the ``rows`` (ranges of row indexes, parquet) of the one file in ``files``."""
     table = context.table
     options = Options(table.options)
     fmt = options.require(fso.FORMAT)
@@ -84,16 +100,58 @@ def read_table(context: SourceContext) -> DataFrame:
             reader_opts["maxFilesPerTrigger"] = str(max_files)
     else:
         reader = context.spark.read
+    path = options.require(fso.PATH)
+    if files:
+        reader = reader.option("basePath", path)
+    paths: Any = list(files) or path
     if fmt == "csv":
-        frame = _read_csv_text(context.spark, reader, table, options, reader_opts)
+        frame = _read_csv_text(context.spark, reader, table, options, reader_opts, paths)
     else:
         schema = _read_schema(table)
-        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(options.require(fso.PATH))
+        frame = reader.format(fmt).schema(schema).options(**reader_opts).load(paths)
+    if rows:
+        frame = frame.where(_in_ranges(rows))
     pattern = options.get(fso.SOURCE_PATH_REGEX)
     if pattern:
         frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
     default_name = options.get(fso.PARTITION_DEFAULT_NAME)
     return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)))
+
+
+def _read_window(context: SourceContext, window: Window) -> DataFrame:
+    """The rows committed in ``window``: the files it holds read whole, merged files in part, one union."""
+    from functools import reduce
+
+    from sqlext.connectors.filesystem.incremental.plan import plan_window
+
+    table = context.table
+    plan = plan_window(table, window)
+    log.info(
+        "%s: incremental read of the commits in (%s, %s]: %d file(s) whole, %d in part (merged); %d committed then "
+        "and since replaced or deleted",
+        table.identifier,
+        window.start_ms,
+        window.end_ms,
+        len(plan.whole),
+        len(plan.parts),
+        len(plan.gone),
+    )
+    frames = [_read(context, plan.whole)] if plan.whole else []
+    frames += [_read(context, [uri], ranges) for uri, ranges in plan.parts]
+    if not frames:
+        schema = ", ".join(f"`{c.name}` {_spark_type(c.type)}" for c in _source_columns(table))
+        return context.spark.createDataFrame([], schema)
+    return reduce(lambda left, right: left.unionByName(right), frames)
+
+
+def _in_ranges(rows: RowRanges) -> SparkColumn:
+    """Parquet rows whose index (Spark's ``_metadata.row_index``) is in one of the ``[start, stop)`` ranges."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    index = F.col("_metadata.row_index")
+    return reduce(lambda a, b: a | b, [(index >= start) & (index < stop) for start, stop in rows])
 
 
 def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str]:
@@ -129,14 +187,14 @@ def reader_options(fmt: str, format_options: Mapping[str, str]) -> dict[str, str
 
 
 def _read_csv_text(
-    spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str]
+    spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str], paths: Any
 ) -> DataFrame:
     """csv files parsed in the form sqlext writes (:class:`sqlext.catalog.formats.CsvTextForm`). With a quote
     character (the default) the lines are joined into records where a quoted field holds line breaks (Flink's
     csv quotes such values), in bounded memory and with large files split across tasks (see
     :mod:`sqlext.connectors.filesystem.csv_records`); without one, line by line. Columns that are ``k=v``
     directories come from the path (partition keys, and, as Spark's csv
-    reader does, any other column named like such a directory)."""
+    reader does, any other column named like such a directory). ``paths``: the table's path, or its files."""
     from pyspark.sql import functions as F
 
     from sqlext.catalog.csv_text import CsvTextForm
@@ -152,10 +210,10 @@ def _read_csv_text(
     if form.quote is not None:
         from sqlext.connectors.filesystem.csv_records import records
 
-        files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(path)
+        files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
         lines = records(files, [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata], form, _spark_conf(spark))
     else:
-        lines = reader.format("text").schema(schema).options(**passed).load(path)
+        lines = reader.format("text").schema(schema).options(**passed).load(paths)
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
     kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]

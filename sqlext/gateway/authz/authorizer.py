@@ -85,6 +85,8 @@ class SessionAuthorizer:
             self.session.resolve(statement.target)
         ):
             return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it
+        if isinstance(statement, p.Query) and not any(self.session.is_sqlext_table(t) for t, _ in statement.hints):
+            return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it
         return statement_accesses(
             statement,
             self.settings,

@@ -3,7 +3,8 @@
 Table options are judged as locations (``path`` and any option ending in ``.location``) and as code
 (options ending in ``.class``, Kafka's ``properties.sasl.jaas.config``: classes the server would load).
 An INSERT's query is Spark SQL: its parsed Spark plan is read too (script transformation, reflection,
-paths), and each table it reads needs SELECT. An INSERT into a table that is not sqlext's runs in
+paths), and each table it reads needs SELECT; so for a query with ``OPTIONS`` hints, whose hints' options are
+judged as a table's. An INSERT into a table that is not sqlext's runs in
 Spark: the caller checks it as a Spark statement.
 """
 
@@ -68,6 +69,11 @@ def statement_accesses(
         return [Access(Action.SETTING, key)] if key is not None and settings.setting_denied(key) else []
     if isinstance(statement, p.Insert):
         found = table(statement.target, Action.OWNERSHIP if statement.overwrite else Action.INSERT)
+        for source in statement.source_tables:
+            found += table(source, Action.SELECT)
+        return found + [a for a in query_accesses(statement.query_sql) if a.table is None]
+    if isinstance(statement, p.Query):  # a hint's options are judged as a table's (a 'path' is a location)
+        found = [access for _, hint in statement.hints for access in option_accesses(hint)]
         for source in statement.source_tables:
             found += table(source, Action.SELECT)
         return found + [a for a in query_accesses(statement.query_sql) if a.table is None]

@@ -160,6 +160,7 @@ class BatchCommitter:
                 fault_point("after-stage", batch_id)
                 info = _after_rows(info, end_watermark() if end_watermark else None)
                 entry = self._planner.plan(batch_id, staged, info)
+                entry.pending_partitions = sorted(self.trigger.state.pending)
                 entry.operation = "overwrite" if overwrite else "append"
                 entry.final = final
                 self.log.write(entry)

@@ -136,10 +136,12 @@ class PartitionCommitter:
                     ready = []
                 fault_point("after-policies", entry.batch if entry else None)
                 self.trigger.committed(p.path for p in ready)
-            self.save_state()
             committed = [p.path for p in ready]
             if committed:
-                self._record_commits(entry, committed, now_ms)
+                # Recorded before the trigger state is saved: a crash in between commits the partitions
+                # again after the restart, and the log keeps the first record's time.
+                self._record_commits(entry, committed)
+            self.save_state()
             if listeners.listening():
                 self._report(entry, committed, late_rows, compactions, unavailable, time.monotonic() - began)
             return committed
@@ -176,17 +178,22 @@ class PartitionCommitter:
             return 0
         return sum(f.rows or 0 for f in entry.files if f.partition in self._committed_here)
 
-    def _record_commits(self, entry: LogEntry | None, committed: list[str], now_ms: int) -> None:
-        """Say in the commit log which partitions were committed: by the batch ``entry``, or, with no batch
-        (end of input, a tick), on the query's latest entry with the time."""
+    def _record_commits(self, entry: LogEntry | None, committed: list[str]) -> None:
+        """Say in the commit log which partitions were committed, and when (the time of this record, which
+        incremental reads go by): by the batch ``entry``, or, with no batch (end of input, a tick), on the
+        query's latest entry. A partition recorded on the entry before keeps its first time."""
+        recorded_ms = int(time.time() * 1000)
         if entry is None:
             last = self.log.last_batch(self.query_name)
             entry = self.log.get(self.query_name, last) if last is not None else None
             if entry is None:
                 return
-            entry.committed_later.update(dict.fromkeys(committed, now_ms))
+            for path in committed:
+                entry.committed_later.setdefault(path, recorded_ms)
         else:
             entry.committed_partitions = sorted({*entry.committed_partitions, *committed})
+            for path in committed:
+                entry.committed_at.setdefault(path, recorded_ms)
         self.log.write(entry)
 
     def end_of_input(self) -> list[str]:

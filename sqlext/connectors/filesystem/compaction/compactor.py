@@ -237,12 +237,13 @@ class Compactor:
     ) -> LogEntry:
         compaction_id = time.time_ns() // 1000
         work = join(self._work_dir(compaction_id), relative)
-        outputs, merged_from = [], {}
+        outputs, merged_from, merged_rows = [], {}, {}
         for index, group in enumerate(groups):
             name = _merged_name(compaction_id, index, group.sources[0].status.relative)
             final = join(location, name)
             outputs.append(PlannedFile(join(work, name), final, relative, group.size, group.rows))
             merged_from[final] = [source.status.uri for source in group.sources]
+            merged_rows.update({s.status.uri: s.rows for s in group.sources if s.rows is not None})
         return LogEntry(
             query=COMPACTION_WRITER,
             batch=compaction_id,
@@ -253,6 +254,7 @@ class Compactor:
             replaced_files=[uri for sources in merged_from.values() for uri in sources],
             operation="compact",
             merged_from=merged_from,
+            merged_rows=merged_rows,
             view=work if in_hms else None,
         )
 
