@@ -1,0 +1,255 @@
+"""Trino reads what sqlext commits, through the metastore: a real Trino 476 (``tests.support.trino``, one per
+test session) with a Hive catalog on the session's metastore.
+
+- every format sqlext writes (parquet, orc, csv, json) with the interop matrix's types and values
+  (:mod:`tests.support.interop`), compared value by value with what was written;
+- a partition only once it is committed (a streaming insert with a partition-time trigger), with its
+  ``numRows`` as Trino's statistics;
+- under a Hive 4 metastore too: a committed partition is visible to Trino and Spark, statistics right;
+- the ORC edge cases on which readers disagree (dates before the Gregorian switch, a timestamp in the last
+  second before 1970), read by Spark, Hive's SerDe, Trino and pyarrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
+from sqlext.connectors.filesystem.sink import FileSystemSink
+from sqlext.io.fs import FileSystem
+from sqlext.sink import InsertPlan
+from sqlext.spark.session import extend
+from sqlext.table import TableDefinition
+from tests.support.interop import (
+    FORMATS,
+    ROWS,
+    assert_rows_equal,
+    columns_for,
+    create_matrix_sources,
+    ddl_columns,
+    table_options,
+)
+from tests.support.services import BackendMetastore, spark_own_sql
+from tests.support.streams import hourly_event_stream, write_hourly_events
+from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
+from tests.support.trino import TrinoServer
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.trino, pytest.mark.slow]
+
+DB = "trino_reads"
+START = datetime(2026, 11, 22, 0, 0, 0)
+HOURLY_OPTIONS = {
+    "sink.partition-commit.trigger": "partition-time",
+    "sink.partition-commit.delay": "1 h",
+    "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+}
+
+
+@pytest.fixture(scope="module")
+def written(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """For each format, ``trino_reads.t_<fmt>`` holding the matrix's rows, written by a batch INSERT."""
+    root = tmp_path_factory.mktemp("trino_reads")
+    was_extended = hasattr(spark, "_sqlext_session")
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
+    create_matrix_sources(spark, DB, root)
+    spark.sql("SET 'execution.runtime-mode' = 'batch'")
+    try:
+        for fmt in FORMATS:
+            sink = f"{DB}.t_{fmt}"
+            options = table_options(fmt, root / fmt)
+            spark.sql(f"CREATE TABLE {sink} ({ddl_columns(fmt)}) PARTITIONED BY (p) WITH ({options})")
+            spark.sql(f"INSERT INTO {sink} SELECT * FROM {DB}.src_{fmt}").collect()
+        yield root
+    finally:
+        spark.sql("RESET 'execution.runtime-mode'")
+        spark.conf.unset("spark.sqlext.checkpoint.root")
+        if not was_extended:  # later modules get the plain session they expect
+            del spark.sql
+            del spark._sqlext_session
+
+
+def _trino_select(fmt: str) -> str:
+    """The matrix's columns as Trino selects them: a REAL widened to DOUBLE, which is exact (Trino's client
+    protocol prints a REAL as its shortest float text, which parses back as another double)."""
+    return ", ".join(
+        f'CAST("{name}" AS DOUBLE) AS "{name}"' if type_ == "FLOAT" else f'"{name}"' for name, type_ in columns_for(fmt)
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_trino_reads_back_every_value_sqlext_wrote(written: Path, trino: TrinoServer, fmt: str) -> None:
+    rows = trino.query(f"SELECT {_trino_select(fmt)} FROM {DB}.t_{fmt}")
+    assert_rows_equal(fmt, "trino", rows)
+
+
+def test_trino_counts_each_partition_from_the_statistics_sqlext_committed(
+    written: Path, trino: TrinoServer, hms: MetastoreClient
+) -> None:
+    """``numRows`` is Trino's row count (``SHOW STATS``, which reads the partitions' parameters, not the files);
+    ``numFiles``/``totalSize`` (which Trino does not show) match the files Trino reads."""
+    rows_in = {p: sum(1 for row in ROWS if row[-1] == p) for p in ("a", "b")}
+    for fmt in FORMATS:
+        table = f"{DB}.t_{fmt}"
+        for value, count in rows_in.items():
+            stats = trino.stats(f"(SELECT * FROM {table} WHERE p = '{value}')")
+            assert stats[None][3] == count, f"{fmt} p={value}: Trino's row count {stats[None][3]}, {count} written"
+            assert_partitions_committed(hms, DB, f"t_{fmt}", written / fmt, [f"p={value}"], count)
+        assert trino.stats(table)[None][3] == len(ROWS)
+
+
+def _start_hourly_insert(spark: Any, table: TableDefinition, metastore_uri: str, input_dir: Path, checkpoint: Path):
+    catalog = SimpleNamespace(metastore_uri=metastore_uri)
+    context = SimpleNamespace(spark=spark, table=table, catalog=catalog, config=None)
+    plan = InsertPlan(query_name=f"insert_{table.identifier.name}", checkpoint_location=checkpoint.as_uri())
+    return FileSystemSink(context).start_stream(hourly_event_stream(spark, input_dir), plan)
+
+
+def _completed_batches(table: TableDefinition) -> list[int]:
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    return [e.batch for e in log.entries(f"insert_{table.identifier.name}") if e.state is State.COMPLETED]
+
+
+def _hours_in_trino(trino: TrinoServer, table: str) -> dict[str, int]:
+    return dict(trino.query(f"SELECT hr, count(*) FROM {table} GROUP BY hr"))
+
+
+def test_trino_sees_a_partition_only_once_sqlext_committed_it(
+    spark: Any, trino: TrinoServer, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    table = events_table("trino_stream", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
+    create_in_hms(hms, table)
+    input_dir = tmp_path / "input"
+    next_id = write_hourly_events(input_dir, START, hours=1, rows_per_hour=120)
+    query = _start_hourly_insert(spark, table, metastore.uri, input_dir, tmp_path / "checkpoint")
+    try:
+        wait_for(lambda: 0 in _completed_batches(table), 120, what="batch 0 written and moved")
+        # Hour 00's files are in its partition directory, but its commit waits for the watermark to pass
+        # 01:00 (partition time + 1 h): the metastore does not list it, and Trino reads nothing.
+        pending = tmp_path / "table" / "dt=2026-11-22" / "hr=00"
+        assert [f for f in pending.iterdir() if not f.name.startswith(("_", "."))]
+        assert hms.get_partition_names("trino_stream", "hourly") == []
+        assert trino.query('SELECT * FROM trino_stream."hourly$partitions"') == []
+        assert _hours_in_trino(trino, "trino_stream.hourly") == {}
+
+        write_hourly_events(input_dir, START + timedelta(hours=1), hours=2, rows_per_hour=120, first_id=next_id)
+        names = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+        wait_for(lambda: sorted(hms.get_partition_names("trino_stream", "hourly")) == names, 120, what="hr 00, 01")
+        # Hours 00 and 01 are committed (the watermark is at 02:59:30); hour 02 is written and pending.
+        assert _hours_in_trino(trino, "trino_stream.hourly") == {"00": 120, "01": 120}
+        assert sorted(trino.query('SELECT dt, hr FROM trino_stream."hourly$partitions"')) == [
+            ["2026-11-22", "00"],
+            ["2026-11-22", "01"],
+        ]
+        assert trino.stats("trino_stream.hourly")[None][3] == 240
+        assert [f for f in (tmp_path / "table" / "dt=2026-11-22" / "hr=02").iterdir() if f.suffix == ".parquet"]
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("version_metastore", [pytest.param(HiveVersion.V4, id="hive4")], indirect=True)
+def test_a_partition_committed_under_hive4_is_read_by_trino_and_spark_with_its_statistics(
+    spark: Any, trino: TrinoServer, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    """Spark's catalog stays on the session's 2.3 metastore, so Spark reads the partition locations the Hive 4
+    metastore lists, as a Hive-protocol reader does; Trino reads through a catalog on the Hive 4 metastore."""
+    table = events_table("trino_hive4", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
+    create_in_hms(version_hms, table)
+    write_hourly_events(tmp_path / "input", START, hours=3, rows_per_hour=60)
+    query = _start_hourly_insert(spark, table, version_metastore.uri, tmp_path / "input", tmp_path / "checkpoint")
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(2)]
+    try:
+        wait_for(lambda: sorted(version_hms.get_partition_names("trino_hive4", "hourly")) == names, 180, what="commits")
+    finally:
+        query.stop()
+    assert_partitions_committed(version_hms, "trino_hive4", "hourly", tmp_path / "table", names, 60)
+
+    trino.add_catalog("hive4", version_metastore.uri)
+    assert _hours_in_trino(trino, "hive4.trino_hive4.hourly") == {"00": 60, "01": 60}
+    for hour in ("00", "01"):
+        stats = trino.stats(f"(SELECT * FROM hive4.trino_hive4.hourly WHERE hr = '{hour}')")
+        assert stats[None][3] == 60
+
+    partitions = version_hms.get_partitions_by_names("trino_hive4", "hourly", names)
+    read = spark_own_sql(spark)
+    by_spark = {p.values[1]: read(f"SELECT * FROM parquet.`{p.sd.location}`").count() for p in partitions}
+    assert by_spark == {"00": 60, "01": 60}
+
+
+# The ORC edge cases: dates before the switch to the Gregorian calendar (1582-10-15) and a timestamp in
+# the last second before the epoch. Each reader's text of each value.
+EDGE_ROWS = [
+    (1, date(1582, 10, 4), datetime(1969, 12, 31, 23, 59, 59, 999000)),
+    (2, date(1, 1, 1), datetime(1969, 12, 31, 23, 59, 58, 999000)),
+    (3, date(1582, 10, 15), datetime(1970, 1, 1, 0, 0, 0, 1000)),
+    (4, date(2026, 1, 2), datetime(2026, 1, 2, 3, 4, 5, 123000)),
+]
+
+
+def _write_edge_source(spark: Any, root: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    landing = root / "landing"
+    landing.mkdir()
+    columns = list(zip(*EDGE_ROWS, strict=True))
+    schema = pa.schema([("id", pa.int32()), ("d", pa.date32()), ("ts", pa.timestamp("ms"))])
+    pq.write_table(pa.table([list(c) for c in columns], schema=schema), landing / "edge.parquet")
+    spark.sql(
+        f"CREATE TABLE {DB}.edge_src (id INT, d DATE, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', "
+        f"'path' = '{landing.as_uri()}', 'format' = 'parquet')"
+    )
+
+
+def _read_edges(spark: Any, trino: TrinoServer, table: str, directory: Path) -> dict[str, list[tuple[int, str, str]]]:
+    import pyarrow as pa
+    import pyarrow.orc as orc
+
+    seen: dict[str, list[tuple[int, str, str]]] = {}
+    select = f"SELECT id, CAST(d AS STRING), CAST(ts AS STRING) FROM {table} ORDER BY id"
+    for reader, convert in (("spark", "true"), ("hive-serde", "false")):
+        spark.conf.set("spark.sql.hive.convertMetastoreOrc", convert)
+        try:
+            spark.catalog.refreshTable(table)
+            seen[reader] = [tuple(row) for row in spark_own_sql(spark)(select).collect()]
+        finally:
+            spark.conf.unset("spark.sql.hive.convertMetastoreOrc")
+    trino_select = f"SELECT id, CAST(d AS VARCHAR), CAST(ts AS VARCHAR) FROM {table} ORDER BY id"
+    seen["trino"] = [tuple(row) for row in trino.query(trino_select)]
+    files = [f for f in directory.rglob("*") if f.is_file() and not f.name.startswith(("_", ".")) and "=" in str(f)]
+    arrow = pa.concat_tables([orc.read_table(f) for f in files]).sort_by("id")
+    seen["pyarrow"] = list(
+        zip(
+            arrow["id"].to_pylist(),
+            arrow["d"].cast(pa.string()).to_pylist(),
+            arrow["ts"].cast(pa.string()).to_pylist(),
+            strict=True,
+        )
+    )
+    return seen
+
+
+def test_readers_of_the_orc_edge_cases(written: Path, spark: Any, trino: TrinoServer, tmp_path: Path) -> None:
+    _write_edge_source(spark, tmp_path)
+    table = f"{DB}.edge_orc"
+    path = tmp_path / "edge_orc"
+    spark.sql(
+        f"CREATE TABLE {table} (id INT, d DATE, ts TIMESTAMP(3), p STRING) PARTITIONED BY (p) WITH "
+        f"('connector' = 'filesystem', 'path' = '{path.as_uri()}', 'format' = 'orc')"
+    )
+    spark.sql(f"INSERT INTO {table} SELECT id, d, ts, 'x' FROM {DB}.edge_src").collect()
+    seen = _read_edges(spark, trino, table, path)
+    written_text = [(i, d.isoformat(), ts.isoformat(" ", "milliseconds")) for i, d, ts in EDGE_ROWS]
+    report = "\n".join(f"{reader}: {rows}" for reader, rows in seen.items())
+    print(report)
+    assert seen["spark"] == written_text, report
