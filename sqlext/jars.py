@@ -103,16 +103,15 @@ def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), ti
 ARCHIVE_TYPES = ("tar.gz", "zip")
 
 
-def fetch_archive(name: str, coordinate: str, ext: str, under: str = "", timeout_s: float = 1800) -> Path:
+def fetch_archive(name: str, coordinate: str, ext: str, keep: Sequence[str] = (), timeout_s: float = 1800) -> Path:
     """The archive artifact ``coordinate`` of type ``ext`` (``tar.gz`` or ``zip``; its dependencies are not
     fetched) unpacked into a directory of its own, downloaded from Maven Central the first time (later
-    calls return at once). ``under`` keeps only the archive's entries below that path (``dir/lib/``). The
+    calls return at once). ``keep`` keeps only the archive's entries below those paths (``dir/lib/``). The
     archive itself is not kept, nor Ivy's copy of it. Raises :class:`JarFetchError` as :func:`fetch` does."""
     if ext not in ARCHIVE_TYPES:
         raise JarFetchError(f"Archive type '{ext}' of {coordinate} is not supported: expected one of {ARCHIVE_TYPES}.")
     artifact = Artifact.parse(coordinate)
-    key = [f"{coordinate}@{ext}", *([f"under={under}"] if under else [])]
-    target = fetched_dir(name, key)
+    target = fetched_dir(name, [f"{coordinate}@{ext}", *(f"keep={path}" for path in keep)])
     if (target / COMPLETE_MARKER).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +120,7 @@ def fetch_archive(name: str, coordinate: str, ext: str, under: str = "", timeout
         log.info("fetching %s (%s) from Maven Central into %s", artifact, ext, target)
         _retrieve([artifact], (), staging, name, timeout_s, archive=ext)
         archive = staging / f"{artifact.name}-{artifact.version}.{ext}"
-        unpack(archive, staging, under)
+        unpack(archive, staging, keep)
         archive.unlink()
         (staging / COMPLETE_MARKER).write_text(f"{artifact}@{ext}\n")
         shutil.rmtree(target, ignore_errors=True)
@@ -134,16 +133,27 @@ def fetch_archive(name: str, coordinate: str, ext: str, under: str = "", timeout
     return target
 
 
-def unpack(archive: Path, into: Path, under: str = "") -> None:
-    """Unpack a ``.tar.gz`` or ``.zip`` into ``into``, only its entries below ``under`` if given; no entry
-    may land outside ``into`` (tar: Python's ``data`` filter; zip: ``zipfile``'s own name checks)."""
+def unpack(archive: Path, into: Path, keep: Sequence[str] = ()) -> None:
+    """Unpack a ``.tar.gz`` or ``.zip`` into ``into``: the entries below the paths ``keep``, or all. No
+    entry may land outside ``into`` (tar: Python's ``data`` filter; zip: ``zipfile``'s own name checks)."""
+    wanted = tuple(keep) or ("",)
     if archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as zipped:
-            zipped.extractall(into, [n for n in zipped.namelist() if n.startswith(under)])
+            zipped.extractall(into, [n for n in zipped.namelist() if n.startswith(wanted)])
         return
     with tarfile.open(archive, "r:gz") as tarred:
-        members = [m for m in tarred if m.name.startswith(under)] if under else None
-        tarred.extractall(into, members, filter="data")
+        members = tarred.getmembers()
+        kept = {m.name for m in members if m.name.startswith(wanted)}
+        # A hard link kept whose target is not (Trino's plugins share jars that way) gets the target's data:
+        # the target is unpacked too (in archive order, so in one pass), then removed.
+        targets = {m.linkname for m in members if m.name in kept and m.islnk()} - kept
+        tarred.extractall(into, [m for m in members if m.name in kept or m.name in targets], filter="data")
+    for name in sorted(targets, reverse=True):
+        (into / name).unlink()
+        for parent in (into / name).parents:
+            if parent == into or any(parent.iterdir()):
+                break
+            parent.rmdir()
 
 
 def classpath(directory: Path) -> str:
@@ -161,7 +171,7 @@ def _ivy_jar() -> Path:
 def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str], archive: str = "") -> str:
     if archive:  # the one file of that type, without the module's dependencies
         dependencies = "\n".join(
-            f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->master" '
+            f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->default" '
             f'transitive="false">\n      <artifact name="{a.name}" type="{archive}" ext="{archive}"/>\n'
             "    </dependency>"
             for a in artifacts
@@ -185,16 +195,31 @@ def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str], archive: st
 """
 
 
+#: Ivy settings for an archive: Maven Central (ibiblio's default root) without reading POMs. Trino's POMs
+#: import a hundred BOMs through their parents; resolving them took Ivy two minutes for one file.
+_ARCHIVE_SETTINGS = """<ivysettings>
+  <settings defaultResolver="central"/>
+  <resolvers><ibiblio name="central" m2compatible="true" usepoms="false"/></resolvers>
+</ivysettings>
+"""
+
+
 def _retrieve(
     artifacts: Sequence[Artifact], exclude: Sequence[str], target: Path, name: str, timeout_s: float, archive: str = ""
 ) -> None:
     java = shutil.which("java") or (Path(os.environ.get("JAVA_HOME", "")) / "bin" / "java").as_posix()
     ivy_file = target / "ivy.xml"
     ivy_file.write_text(_ivy_file(artifacts, exclude, archive))
+    settings: list[str] = []
+    if archive:
+        settings_file = target / "ivysettings.xml"
+        settings_file.write_text(_ARCHIVE_SETTINGS)
+        settings = ["-settings", str(settings_file)]
     command = [
         java,
         "-jar",
         str(_ivy_jar()),
+        *settings,
         "-ivy",
         str(ivy_file),
         "-confs",
@@ -210,6 +235,8 @@ def _retrieve(
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise JarFetchError(f"Could not fetch {', '.join(map(str, artifacts))}: {exc}") from exc
     ivy_file.unlink()
+    if archive:
+        (target / "ivysettings.xml").unlink()
     if done.returncode != 0 or not any(target.glob(f"*.{archive or 'jar'}")):
         report = "\n".join([line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-15:])
         raise JarFetchError(

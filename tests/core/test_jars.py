@@ -67,7 +67,7 @@ def test_an_archive_is_unpacked_whole_or_below_a_path(tmp_path: Path) -> None:
     for archive in _archives(tmp_path):
         whole, lib_only = tmp_path / f"whole-{archive.name}", tmp_path / f"lib-{archive.name}"
         jars.unpack(archive, whole)
-        jars.unpack(archive, lib_only, under="pkg-1/lib/")
+        jars.unpack(archive, lib_only, keep=["pkg-1/lib/"])
         assert sorted(p.relative_to(whole).as_posix() for p in whole.rglob("*") if p.is_file()) == [
             "pkg-1/bin/run",
             "pkg-1/lib/a.jar",
@@ -75,6 +75,29 @@ def test_an_archive_is_unpacked_whole_or_below_a_path(tmp_path: Path) -> None:
         ]
         assert sorted(p.name for p in lib_only.rglob("*") if p.is_file()) == ["a.jar", "b.jar"]
         assert (lib_only / "pkg-1/lib/a.jar").read_text() == "pkg-1/lib/a.jar"
+
+
+def test_a_kept_hard_link_to_an_entry_left_out_gets_its_data(tmp_path: Path) -> None:
+    """Trino's server tarball links a plugin's jars to the copies of another plugin or of ``lib/``."""
+    import io
+    import tarfile
+
+    archive = tmp_path / "linked.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        shared = tarfile.TarInfo("pkg/plugin/other/x.jar")
+        shared.size = 4
+        tar.addfile(shared, io.BytesIO(b"data"))
+        link = tarfile.TarInfo("pkg/plugin/hive/x.jar")
+        link.type, link.linkname = tarfile.LNKTYPE, "pkg/plugin/other/x.jar"
+        tar.addfile(link)
+    jars.unpack(archive, tmp_path / "into", keep=["pkg/plugin/hive/"])
+    assert (tmp_path / "into/pkg/plugin/hive/x.jar").read_bytes() == b"data"
+    assert sorted(p.relative_to(tmp_path / "into").as_posix() for p in (tmp_path / "into").rglob("*")) == [
+        "pkg",
+        "pkg/plugin",
+        "pkg/plugin/hive",
+        "pkg/plugin/hive/x.jar",
+    ]
 
 
 def test_a_tar_entry_outside_the_target_is_refused(tmp_path: Path) -> None:

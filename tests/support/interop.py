@@ -260,10 +260,13 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def mismatches(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> list[str]:
-    """What differs between ``rows`` (in :func:`columns_for` order) and :func:`expected_rows`."""
+def mismatches(
+    fmt: str, reader: str, rows: Iterable[Sequence[Any]], expected_as: Sequence[Sequence[Any]] | None = None
+) -> list[str]:
+    """What differs between ``rows`` (in :func:`columns_for` order) and :func:`expected_rows` (or
+    ``expected_as``, the rows a reader with a known difference reads)."""
     names = [name for name, _ in columns_for(fmt)]
-    expected = {row[0]: row for row in expected_rows(fmt)}
+    expected = {row[0]: row for row in (expected_as if expected_as is not None else expected_rows(fmt))}
     actual: dict[Any, tuple[Any, ...]] = {}
     problems: list[str] = []
     for row in rows:
@@ -282,9 +285,12 @@ def mismatches(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> list[str
     return problems
 
 
-def assert_rows_equal(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> None:
-    """Fail listing every value ``reader`` read back from a ``fmt`` table that differs from what was written."""
-    problems = mismatches(fmt, reader, rows)
+def assert_rows_equal(
+    fmt: str, reader: str, rows: Iterable[Sequence[Any]], expected_as: Sequence[Sequence[Any]] | None = None
+) -> None:
+    """Fail listing every value ``reader`` read back from a ``fmt`` table that differs from what was written
+    (or from ``expected_as``: see :func:`mismatches`)."""
+    problems = mismatches(fmt, reader, rows, expected_as)
     assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems)
 
 

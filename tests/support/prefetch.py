@@ -27,7 +27,7 @@ def jar_fetchers() -> dict[str, Callable[[], object]]:
         "Spark's Kafka source": jar_paths,
         "S3A": s3a_jars,
         "HDFS mini cluster": hdfs_jars,
-        "Trino server and Hive plugin": trino_install,
+        "Trino server": trino_install,
     }
     for release in RELEASES.values():
         if release.downloads:

@@ -1,14 +1,15 @@
 """A real Trino for tests: one coordinator-only node on loopback whose only plugin is the Hive connector,
-fetched once from Maven Central (:data:`SERVER`, :data:`HIVE_PLUGIN`, ``sqlext.jars``) and run on the newer
-JDK installed beside the default Java 17 (Trino 476 needs Java 24 or later); started once per test session
-by the fixture :func:`trino`, with a catalog ``hive`` on the session's metastore. :meth:`TrinoServer.add_catalog`
-adds a catalog on any other metastore (Trino runs with dynamic catalog management).
+fetched once from Maven Central (:data:`SERVER`, ``sqlext.jars``: its ``lib`` and ``plugin/hive`` kept) and run
+on the newer JDK installed beside the default Java 17 (Trino 476 needs Java 24 or later); started once per
+test session by the fixture :func:`trino`, with a catalog ``hive`` on the session's metastore.
+:meth:`TrinoServer.add_catalog` adds a catalog on any other metastore (Trino runs with dynamic catalogs).
 
-File system: Trino 476's native local file system (``fs.native-local.enabled``), rooted at ``/``
-(``local.location``), reads the ``file:`` locations sqlext's tables and partitions have (it takes the
-schemes ``local`` and ``file``). The legacy Hadoop file system (``fs.hadoop.enabled``) is not an option
-here: the Hive plugin published on Maven Central carries no ``hdfs`` directory (the full 821 MB server
-tarball does), and Trino refuses to start a catalog with it enabled but missing.
+File system: the legacy Hadoop one (``fs.hadoop.enabled``), whose ``LocalFileSystem`` reads the ``file:``
+locations of sqlext's tables and partitions. Trino 476's native local file system (``fs.native-local.enabled``,
+``local.location``) was tried first: it takes ``file:`` locations but lists a directory's files as
+``local:///...``, and the Hive connector then finds no file in any partition (every query read 0 rows, with no
+error). The Hadoop file system lives in ``plugin/hive/hdfs/``, which only the full server tarball carries
+(821 MB; the ``trino-server-core`` tarball plus the ``trino-hive`` plugin zip, 452 MB, lack it).
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.waiting import free_port
 
 VERSION = "476"
-#: The server without plugins (194 MB) and the Hive connector plugin (258 MB); Maven Central has no
-#: smaller form of either.
-SERVER = f"io.trino:trino-server-core:{VERSION}"
-HIVE_PLUGIN = f"io.trino:trino-hive:{VERSION}"
+#: The server with every plugin (821 MB); of it ``lib/`` (90 MB) and ``plugin/hive/`` (280 MB) are kept.
+SERVER = f"io.trino:trino-server:{VERSION}"
 #: The oldest Java Trino 476 starts on.
 MIN_JAVA = 24
 #: Where JDKs are installed; the newest of at least MIN_JAVA runs Trino (``SQLEXT_TRINO_JAVA_HOME`` wins).
@@ -51,6 +50,10 @@ _JVM_OPTIONS = [
 ]
 
 
+class TrinoQueryFailed(Exception):
+    """A query Trino ran and failed: the query, Trino's error and the chain of its causes."""
+
+
 @dataclass(frozen=True)
 class TrinoInstall:
     """Trino's jars (``lib``) and a plugin directory holding the Hive connector alone (``plugins``)."""
@@ -60,11 +63,10 @@ class TrinoInstall:
 
 
 def trino_install() -> TrinoInstall:
-    """Trino's server jars and its Hive plugin, fetched and unpacked the first time (~450 MB of download)."""
-    prefix = f"trino-server-core-{VERSION}/lib/"
-    server = jars.fetch_archive("trino-server", SERVER, "tar.gz", under=prefix)
-    plugins = jars.fetch_archive("trino-hive", HIVE_PLUGIN, "zip")
-    return TrinoInstall(server / prefix, plugins)
+    """Trino's jars and its Hive plugin, fetched and unpacked the first time."""
+    root = f"trino-server-{VERSION}"
+    unpacked = jars.fetch_archive("trino-server", SERVER, "tar.gz", keep=[f"{root}/lib/", f"{root}/plugin/hive/"])
+    return TrinoInstall(unpacked / root / "lib", unpacked / root / "plugin")
 
 
 def _java_major(home: Path) -> int:
@@ -95,8 +97,7 @@ def hive_catalog_properties(metastore_uri: str) -> dict[str, str]:
     rounds them: a difference of Trino's configuration, not of the files)."""
     return {
         "hive.metastore.uri": metastore_uri,
-        "fs.native-local.enabled": "true",
-        "local.location": "/",
+        "fs.hadoop.enabled": "true",
         "hive.timestamp-precision": "MICROSECONDS",
     }
 
@@ -164,13 +165,19 @@ class TrinoServer:
             request_timeout=60,
         )
 
-    def query(self, sql: str, catalog: str = "hive") -> list[list[Any]]:
-        """Every row ``sql`` returns (a statement that returns none gives ``[]``)."""
-        connection = self.connect(catalog)
+    def query(self, sql: str, catalog: str = "hive", attempts: int = 3) -> list[list[Any]]:
+        """Every row ``sql`` returns (a statement that returns none gives ``[]``). A failed query raises
+        :class:`TrinoQueryFailed`, with the chain of Trino's causes (the server logs none of them)."""
+        import trino
+
+        connection = self.connect(catalog, attempts=attempts)
         try:
             cursor = connection.cursor()
             cursor.execute(sql)
             return [list(row) for row in cursor.fetchall()]
+        except trino.exceptions.TrinoQueryError as exc:
+            causes = " / ".join(_causes(exc.failure_info or {})) or "none given"
+            raise TrinoQueryFailed(f"{sql}\n{exc.error_name}: {exc.message}\ncauses: {causes}") from exc
         finally:
             connection.close()
 
@@ -181,8 +188,8 @@ class TrinoServer:
         import trino
 
         try:
-            return self.query("SELECT 1", catalog="system") == [[1]]
-        except (requests.RequestException, trino.exceptions.Error, trino.exceptions.HttpError):
+            return self.query("SELECT 1", catalog="system", attempts=1) == [[1]]
+        except (requests.RequestException, trino.exceptions.Error, trino.exceptions.HttpError, TrinoQueryFailed):
             return False
 
     def add_catalog(self, name: str, metastore_uri: str) -> None:
@@ -195,6 +202,16 @@ class TrinoServer:
         return {row[0]: row[1:] for row in self.query(f"SHOW STATS FOR {relation}", catalog)}
 
 
+def _causes(failure: Mapping[str, Any]) -> list[str]:
+    """The type and message of each cause in a Trino failure's chain."""
+    causes = []
+    cause = failure.get("cause")
+    while cause:
+        causes.append(f"{cause.get('type')}: {cause.get('message')}")
+        cause = cause.get("cause")
+    return causes
+
+
 @pytest.fixture(scope="session")
 def trino(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
     """A Trino server for the session, with the catalog ``hive`` on the session's metastore."""
@@ -203,8 +220,8 @@ def trino(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFactory
         roots = ", ".join(map(str, JDK_ROOTS))
         pytest.skip(f"Trino {VERSION} needs Java {MIN_JAVA}+: none under {roots} (or set SQLEXT_TRINO_JAVA_HOME)")
     server = TrinoServer(tmp_path_factory.mktemp("trino"), free_port(), java, trino_install())
-    server.start()
     try:
+        server.start()
         server.add_catalog("hive", metastore.uri)
         yield server
     finally:
