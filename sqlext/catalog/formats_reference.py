@@ -96,11 +96,11 @@ Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_e
 - **orc**: Spark's ORC writer stores a `DATE` as a day of the hybrid Julian/Gregorian calendar (Hive's; the
   file's footer says `JULIAN_GREGORIAN`). Spark and Hive read 1582-10-04 and 0001-01-01 back; Trino and
   pyarrow's ORC reader (by path; DuckDB and Polars themselves were not run) ignore the footer and read
-  1582-10-14 and 0000-12-30 (Trino documents this). No Spark setting writes proleptic days into ORC (Spark's rebase settings are for parquet
-  and Avro); dates from 1582-10-15 on read the same everywhere. A timestamp in the last second before
-  1970-01-01 00:00:00 UTC with a fraction (1969-12-31 23:59:59.999) reads one second late in every reader,
-  Spark's own included: ORC's writer stores it with seconds 0, where readers take a second off negative
-  seconds only (ORC-763, ORC-771). Use parquet for such values.
+  1582-10-14 and 0000-12-30 (Trino documents this). No Spark setting writes proleptic days into ORC
+  (Spark's rebase settings are for parquet and Avro); dates from 1582-10-15 on read the same everywhere.
+  A timestamp in the last second before 1970-01-01 00:00:00 UTC with a fraction (1969-12-31 23:59:59.999)
+  reads one second late in every reader, Spark's own included: ORC's writer stores it with seconds 0,
+  where readers take a second off negative seconds only (ORC-763, ORC-771). Use parquet for such values.
 - **parquet**: dates as proleptic Gregorian days (Spark's default): Spark, Trino and pyarrow read every
   edge value as written; Hive 2.3.10's SerDe reads the days as hybrid ones (1582-10-04 as 1582-09-24,
   0001-01-01 as 0001-01-03).
