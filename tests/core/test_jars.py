@@ -119,3 +119,14 @@ def test_only_tar_gz_and_zip_archives_are_fetched(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(jars.JarFetchError, match=r"Archive type 'rpm' of io.trino:trino-server-rpm:476 is not"):
         jars.fetch_archive("rpm", "io.trino:trino-server-rpm:476", "rpm")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.jars
+def test_an_unknown_archive_is_named_and_leaves_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("SQLEXT_JARS_DIR", str(tmp_path))
+    with pytest.raises(jars.JarFetchError) as failure:
+        jars.fetch_archive("nope", "io.trino:trino-server:1", "tar.gz")
+    assert "Could not fetch io.trino:trino-server:1" in failure.value.message
+    assert "io.trino#trino-server;1: not found" in failure.value.message
+    assert [p.name for p in tmp_path.iterdir()] == [".ivy-cache"]
+    assert list((tmp_path / ".ivy-cache").iterdir()) == []
