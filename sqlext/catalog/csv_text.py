@@ -22,8 +22,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 #: Hive's ``timestamp.formats`` (Joda patterns) for a ``TIMESTAMP_LTZ`` written as Flink's csv and json read
-#: it (UTC, ``Z``); Hive tries them first and falls back to its own form for other timestamps.
-HIVE_LTZ_TIMESTAMP_FORMATS = "yyyy-MM-dd HH:mm:ss.SSSZ,yyyy-MM-dd HH:mm:ssZ"
+#: it (UTC, ``Z``); Hive and Trino try them first and fall back to their own form for other timestamps. A
+#: Joda ``S`` run reads at most as many digits as it has letters (``SSS`` failed on ``.500000Z`` in Trino),
+#: so nine, for any fraction; Joda keeps milliseconds.
+HIVE_LTZ_TIMESTAMP_FORMATS = "yyyy-MM-dd HH:mm:ss.SSSSSSSSSZ,yyyy-MM-dd HH:mm:ssZ"
 
 
 def unescape_field_delimiter(value: str) -> str:

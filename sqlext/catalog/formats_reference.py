@@ -11,11 +11,14 @@ _PARAMETER_NOTES = {
         "`field.delim` and `serialization.format` (`csv.field-delimiter`, default `,`), `escape.delim` "
         "(`csv.escape-character`, default `\\`), `serialization.escape.crlf` = `true`, "
         "`serialization.null.format` (how NULL is written: `csv.null-literal`, default `\\N`, escaped when "
-        "`csv.escape-character` is declared), `timestamp.formats` (so Hive reads a `TIMESTAMP_LTZ` written with `Z`)"
+        "`csv.escape-character` is declared), `timestamp.formats` (so Hive and Trino read a `TIMESTAMP_LTZ` "
+        "written with `Z`)"
     ),
     "json": (
-        "`path`; the table also gets Spark's provider parameters (`spark.sql.sources.provider` = `json`, "
-        "the schema), so Spark reads it with its own json reader"
+        "`timestamp.formats` (so Hive's JSON SerDe and Trino read a `TIMESTAMP_LTZ` written with `Z`; with "
+        "`json.timestamp-format.standard` `ISO-8601`, the `T` form), `path`; the table also gets Spark's "
+        "provider parameters (`spark.sql.sources.provider` = `json`, the schema), so Spark reads it with its "
+        "own json reader"
     ),
 }
 
@@ -76,7 +79,31 @@ Forms written:
 Readers verified: Spark's native readers on the HMS table, Hive 2.3.10's SerDes as Spark runs them with
 `spark.sql.hive.convertMetastoreParquet/Orc` = `false` (for csv the only path Spark has), and sqlext's
 filesystem source, for every format; the json Hive SerDe is not run here (pyspark ships Hive 2.3 jars
-without `hive-hcatalog-core`), so whether it reads a `TIMESTAMP_LTZ`'s `Z` is not verified.
+without `hive-hcatalog-core`). Trino 476 through the metastore, for every format
+(`tests/connectors/filesystem/test_trino.py`, marker `trino`; its Hive catalog with
+`hive.timestamp-precision` = `MICROSECONDS`, else Trino rounds Spark's microseconds to milliseconds):
+every value equal, except
+
+- csv: a line feed or carriage return inside a string reads as the letter `n` or `r` (Trino ignores
+  `serialization.escape.crlf`; LazySimpleSerDe text has no other way to hold them, its lines end at a line feed);
+- json: a `BINARY`/`VARBINARY`/`BYTES` column reads as the bytes of its base64 text (Trino reads a json
+  string into `varbinary` as Hive's JSON SerDe does; Flink's and Spark's json write bytes in base64):
+  `from_base64(from_utf8(c))` gives the value;
+- `TIMESTAMP_LTZ` in csv and json is read through `timestamp.formats`, at milliseconds.
+
+Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_edge_cases`):
+
+- **orc**: Spark's ORC writer stores a `DATE` as a day of the hybrid Julian/Gregorian calendar (Hive's; the
+  file's footer says `JULIAN_GREGORIAN`). Spark and Hive read 1582-10-04 and 0001-01-01 back; Trino and
+  pyarrow's ORC reader (by path; DuckDB and Polars themselves were not run) ignore the footer and read
+  1582-10-14 and 0000-12-30 (Trino documents this). No Spark setting writes proleptic days into ORC
+  (Spark's rebase settings are for parquet and Avro); dates from 1582-10-15 on read the same everywhere.
+  A timestamp in the last second before 1970-01-01 00:00:00 UTC with a fraction (1969-12-31 23:59:59.999)
+  reads one second late in every reader, Spark's own included: ORC's writer stores it with seconds 0,
+  where readers take a second off negative seconds only (ORC-763, ORC-771). Use parquet for such values.
+- **parquet**: dates as proleptic Gregorian days (Spark's default): Spark, Trino and pyarrow read every
+  edge value as written; Hive 2.3.10's SerDe reads the days as hybrid ones (1582-10-04 as 1582-09-24,
+  0001-01-01 as 0001-01-03).
 
 ### Differences from Flink
 

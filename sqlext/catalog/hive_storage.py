@@ -7,13 +7,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.catalog.csv_text import HIVE_LTZ_TIMESTAMP_FORMATS, CsvTextForm
 
 TEXT_INPUT = "org.apache.hadoop.mapred.TextInputFormat"
 TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 #: The JSON SerDe Hive 3/4 (hive-hcatalog-core) and Trino both know; not shipped in pyspark's Hive 2.3 jars.
 JSON_SERDE = "org.apache.hive.hcatalog.data.JsonSerDe"
+#: The ``timestamp.formats`` (Joda patterns) a json table's SerDe gets, by ``json.timestamp-format.standard``:
+#: the JSON SerDes of Hive 3/4 and Trino read only ``yyyy-MM-dd HH:mm:ss[.f...]`` (and Trino a ``T``) unaided,
+#: so a ``TIMESTAMP_LTZ``, written in UTC with a ``Z`` (Flink's form), needs them (Trino failed the whole
+#: file on ``2000-02-29 12:00:00.000000Z`` without). Only forms with the ``Z``: a reader parses what these
+#: match at milliseconds (Joda's), every other timestamp its own way, at full precision.
+JSON_TIMESTAMP_FORMATS = {
+    "SQL": HIVE_LTZ_TIMESTAMP_FORMATS,
+    "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSSSSZ,yyyy-MM-dd'T'HH:mm:ssZ",
+}
 
 
 @dataclass(frozen=True)
@@ -44,5 +53,7 @@ def hive_storage(fmt: str, format_options: Mapping[str, str]) -> HiveStorage:
             {},
         )
     if fmt == "json":
-        return HiveStorage(JSON_SERDE, TEXT_INPUT, TEXT_OUTPUT, {})
+        standard = format_options.get("timestamp-format.standard", "SQL").strip().upper()
+        formats = JSON_TIMESTAMP_FORMATS.get(standard, JSON_TIMESTAMP_FORMATS["SQL"])
+        return HiveStorage(JSON_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"timestamp.formats": formats})
     return HiveStorage(LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, CsvTextForm.from_options(format_options).serde())

@@ -58,3 +58,17 @@ def test_timestamp_ltz_is_written_in_utc_with_z() -> None:
 )
 def test_the_field_delimiter_is_unescaped_as_flinks_csv_format_does(written: str, delimiter: str) -> None:
     assert CsvTextForm.from_options({"field-delimiter": written, "escape-character": "#"}).delimiter == delimiter
+
+
+@pytest.mark.parametrize(
+    ("standard", "patterns"),
+    [
+        ({}, ["yyyy-MM-dd HH:mm:ss.SSSSSSSSSZ", "yyyy-MM-dd HH:mm:ssZ"]),
+        ({"timestamp-format.standard": "iso-8601"}, ["yyyy-MM-dd'T'HH:mm:ss.SSSSSSSSSZ", "yyyy-MM-dd'T'HH:mm:ssZ"]),
+    ],
+)
+def test_a_json_table_tells_hive_readers_the_timestamp_forms_it_writes(standard: dict[str, str], patterns: list[str]):
+    from sqlext.catalog.hive_storage import hive_storage
+
+    formats = hive_storage("json", standard).parameters["timestamp.formats"].split(",")
+    assert formats[: len(patterns)] == patterns

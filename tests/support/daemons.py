@@ -19,10 +19,15 @@ def start_daemon(
     cwd: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with its output appended to ``log`` and wait until ``ready()`` is true; fail with the
-    log's tail if the process exits first."""
+    log's tail if the process exits first. A process that does not get ready is stopped before the failure
+    is raised (nothing is left running for a fixture that never got its handle)."""
     with log.open("ab") as out:
         process = subprocess.Popen(list(command), stdout=out, stderr=out, cwd=cwd)
-    wait_for(lambda: process.poll() is not None or ready(), timeout_s, what=f"{what} to answer")
+    try:
+        wait_for(lambda: process.poll() is not None or ready(), timeout_s, what=f"{what} to answer")
+    except BaseException:
+        stop_daemon(process)
+        raise
     exited = process.poll()
     assert exited is None, f"{what} exited with {exited}: {log.read_text(errors='replace')[-3000:]}"
     return process

@@ -9,7 +9,9 @@ Reusable by any reader (Spark native, Hive's SerDe, sqlext's filesystem source, 
   format), the same for every engine that reads or writes them;
 - :data:`ROWS` — the inserted rows (Python values, in :data:`COLUMNS` order; ``id`` is the key);
   :func:`expected_rows` gives them for a format, as a reader of Spark's precision reads them back;
-- :func:`assert_rows_equal` — fails naming format, reader, row id, column, expected and actual value.
+- :func:`assert_rows_equal` — fails naming format, reader, row id, column, expected and actual value;
+- :func:`table_options` and :func:`create_matrix_sources` — a matrix table's WITH options, and for every format a
+  sqlext source table over landing files holding :data:`ROWS`, for tests to insert from.
 
 Values: ordinary ones, NULL in every column, the extremes of each type, and hostile strings (the delimiter,
 quotes, backslash, ``\\n``, ``\\r``, tab, ``\\x01``, NUL, non-ASCII, the empty string, the NULL literal text).
@@ -22,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 #: The partition key (a STRING); every other column is a data column.
@@ -220,6 +223,30 @@ def spark_schema(fmt: str) -> str:
     return ", ".join(f"`{name}` {spark_type(type_)}" for name, type_ in columns_for(fmt))
 
 
+def table_options(fmt: str, path: Path, **extra: str) -> str:
+    """The body of the WITH clause of a matrix table in ``fmt`` at ``path``."""
+    options = {"connector": "filesystem", "path": path.as_uri(), "format": fmt, **FORMAT_OPTIONS[fmt], **extra}
+    return ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
+
+
+def create_matrix_sources(spark: Any, database: str, root: Path, files: int = 1) -> None:
+    """For every format, parquet files under ``root/landing_<fmt>`` holding :data:`ROWS` (its columns, in
+    ``files`` files written one after another) and a sqlext source table ``<database>.src_<fmt>`` over them
+    (one file per micro-batch when read as a stream). ``spark`` is extended (``sqlext.extend``)."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    for fmt in FORMATS:
+        keep = [i for i, column in enumerate(COLUMNS) if column in columns_for(fmt)]
+        rows = [tuple(row[i] for i in keep) for row in ROWS]
+        landing = root / f"landing_{fmt}"
+        for index in range(files):
+            part = rows[index::files]
+            spark.createDataFrame(part, spark_schema(fmt)).coalesce(1).write.mode("append").parquet(landing.as_uri())
+        spark.sql(
+            f"CREATE TABLE {database}.src_{fmt} ({ddl_columns(fmt)}) WITH ({table_options('parquet', landing)}, "
+            "'source.max-files-per-trigger' = '1')"
+        )
+
+
 def normalize(value: Any) -> Any:
     """A reader's value in comparable Python form: rows as tuples, bytearrays as bytes, maps as dicts."""
     if isinstance(value, bytearray | memoryview):
@@ -233,10 +260,13 @@ def normalize(value: Any) -> Any:
     return value
 
 
-def mismatches(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> list[str]:
-    """What differs between ``rows`` (in :func:`columns_for` order) and :func:`expected_rows`."""
+def mismatches(
+    fmt: str, reader: str, rows: Iterable[Sequence[Any]], expected_as: Sequence[Sequence[Any]] | None = None
+) -> list[str]:
+    """What differs between ``rows`` (in :func:`columns_for` order) and :func:`expected_rows` (or
+    ``expected_as``, the rows a reader with a known difference reads)."""
     names = [name for name, _ in columns_for(fmt)]
-    expected = {row[0]: row for row in expected_rows(fmt)}
+    expected = {row[0]: row for row in (expected_as if expected_as is not None else expected_rows(fmt))}
     actual: dict[Any, tuple[Any, ...]] = {}
     problems: list[str] = []
     for row in rows:
@@ -255,9 +285,12 @@ def mismatches(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> list[str
     return problems
 
 
-def assert_rows_equal(fmt: str, reader: str, rows: Iterable[Sequence[Any]]) -> None:
-    """Fail listing every value ``reader`` read back from a ``fmt`` table that differs from what was written."""
-    problems = mismatches(fmt, reader, rows)
+def assert_rows_equal(
+    fmt: str, reader: str, rows: Iterable[Sequence[Any]], expected_as: Sequence[Sequence[Any]] | None = None
+) -> None:
+    """Fail listing every value ``reader`` read back from a ``fmt`` table that differs from what was written
+    (or from ``expected_as``: see :func:`mismatches`)."""
+    problems = mismatches(fmt, reader, rows, expected_as)
     assert not problems, f"{len(problems)} mismatch(es):\n" + "\n".join(problems)
 
 

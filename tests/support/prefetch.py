@@ -17,6 +17,7 @@ from sqlext.catalog.metastore.versions import RELEASES
 from sqlext.connectors.kafka.spark_source import jar_paths
 from tests.support.kafka import broker_classpath
 from tests.support.stores import hdfs_jars, s3a_jars
+from tests.support.trino import trino_install
 
 
 def jar_fetchers() -> dict[str, Callable[[], object]]:
@@ -26,6 +27,7 @@ def jar_fetchers() -> dict[str, Callable[[], object]]:
         "Spark's Kafka source": jar_paths,
         "S3A": s3a_jars,
         "HDFS mini cluster": hdfs_jars,
+        "Trino server": trino_install,
     }
     for release in RELEASES.values():
         if release.downloads:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sqlglot import exp
@@ -57,18 +58,26 @@ def create_in_hms(client: MetastoreClient, table: TableDefinition) -> None:
 
 
 def assert_partitions_committed(
-    hms: MetastoreClient, database: str, name: str, table_dir: Path, names: list[str], rows_each: int
+    hms: MetastoreClient,
+    database: str,
+    name: str,
+    table_dir: Path,
+    names: Sequence[str] | Mapping[str, int],
+    rows_each: int | None = None,
 ) -> None:
-    """The HMS lists exactly the partitions ``names`` (``k=v/k=v``) of the table, and each has its success
-    file and numFiles/totalSize/numRows matching the data files in its directory."""
-    assert sorted(hms.get_partition_names(database, name)) == sorted(names)
+    """The HMS lists exactly the partitions ``names`` (``k=v/k=v``; or a dict of name to its rows) of the
+    table, and each has its success file and numFiles/totalSize/numRows matching the data files in its
+    directory."""
+    rows = dict(names) if isinstance(names, Mapping) else dict.fromkeys(names, rows_each)
+    assert sorted(hms.get_partition_names(database, name)) == sorted(rows)
     table = hms.get_table(database, name)
     assert table is not None
     keys = [key.name for key in table.partitionKeys]
-    for partition in hms.get_partitions_by_names(database, name, names):
-        directory = table_dir.joinpath(*(f"{k}={v}" for k, v in zip(keys, partition.values, strict=True)))
+    for partition in hms.get_partitions_by_names(database, name, list(rows)):
+        parts = [f"{k}={v}" for k, v in zip(keys, partition.values, strict=True)]
+        directory = table_dir.joinpath(*parts)
         data_files = [f for f in directory.iterdir() if not f.name.startswith(("_", "."))]
         assert (directory / "_SUCCESS").is_file(), f"no _SUCCESS in {directory}"
         assert partition.parameters["numFiles"] == str(len(data_files))
         assert partition.parameters["totalSize"] == str(sum(f.stat().st_size for f in data_files))
-        assert partition.parameters["numRows"] == str(rows_each)
+        assert partition.parameters["numRows"] == str(rows["/".join(parts)])

@@ -29,14 +29,13 @@ from sqlext.registry import SourceContext
 from sqlext.spark.session import extend
 from sqlext.table import TableIdentifier
 from tests.support.interop import (
-    COLUMNS,
-    FORMAT_OPTIONS,
     FORMATS,
-    ROWS,
     assert_rows_equal,
     columns_for,
+    create_matrix_sources,
     ddl_columns,
     spark_schema,
+    table_options,
 )
 from tests.support.services import spark_own_sql
 
@@ -49,11 +48,6 @@ CONVERT = {"parquet": "spark.sql.hive.convertMetastoreParquet", "orc": "spark.sq
 STREAM_FILES = 3
 
 
-def _with(fmt: str, path: Path, **extra: str) -> str:
-    options = {"connector": "filesystem", "path": path.as_uri(), "format": fmt, **FORMAT_OPTIONS[fmt], **extra}
-    return ", ".join(f"'{k}' = '{v}'" for k, v in options.items())
-
-
 @pytest.fixture(scope="module")
 def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The Spark session, extended, with a parquet landing dir per format holding :data:`ROWS` in
@@ -62,18 +56,7 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
     was_extended = hasattr(spark, "_sqlext_session")
     extend(spark)
     spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    for fmt in FORMATS:
-        keep = [i for i, column in enumerate(COLUMNS) if column in columns_for(fmt)]
-        rows = [tuple(row[i] for i in keep) for row in ROWS]
-        landing = root / f"landing_{fmt}"
-        for index in range(STREAM_FILES):
-            part = rows[index::STREAM_FILES]
-            spark.createDataFrame(part, spark_schema(fmt)).coalesce(1).write.mode("append").parquet(landing.as_uri())
-        spark.sql(
-            f"CREATE TABLE {DB}.src_{fmt} ({ddl_columns(fmt)}) WITH ({_with('parquet', landing)}, "
-            "'source.max-files-per-trigger' = '1')"
-        )
+    create_matrix_sources(spark, DB, root, STREAM_FILES)
     spark.sql("SET 'execution.runtime-mode' = 'batch'")
     yield root
     spark.sql("RESET 'execution.runtime-mode'")
@@ -85,7 +68,7 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
 
 def _create_sink(spark: Any, root: Path, fmt: str, mode: str) -> str:
     name = f"{DB}.t_{fmt}_{mode}"
-    spark.sql(f"CREATE TABLE {name} ({ddl_columns(fmt)}) PARTITIONED BY (p) WITH ({_with(fmt, root / name)})")
+    spark.sql(f"CREATE TABLE {name} ({ddl_columns(fmt)}) PARTITIONED BY (p) WITH ({table_options(fmt, root / name)})")
     return name
 
 
@@ -205,7 +188,8 @@ def test_sqlext_source_reads_csv_quoted_as_flink_and_older_sqlext_wrote_it(
     (path / "part-0.csv").write_text(
         '1,"say ""hi"", a,b","2026-01-01 01:00:00",2.5\n2,,2026-01-01T01:00:00.000Z,\n3,"",,\n'
     )
-    spark.sql(f"CREATE TABLE {DB}.quoted_csv (id INT, s STRING, ts TIMESTAMP(3), d DOUBLE) WITH ({_with('csv', path)})")
+    columns = "id INT, s STRING, ts TIMESTAMP(3), d DOUBLE"
+    spark.sql(f"CREATE TABLE {DB}.quoted_csv ({columns}) WITH ({table_options('csv', path)})")
     iso = spark_own_sql(spark)("SELECT CAST('2026-01-01T01:00:00.000Z' AS TIMESTAMP) AS ts").first().ts
     rows = sorted(tuple(row) for row in _read_sqlext(spark, hms, f"{DB}.quoted_csv"))
     assert rows == [

@@ -1,0 +1,343 @@
+"""Trino reads what sqlext commits, through the metastore: a real Trino 476 (``tests.support.trino``, one per
+test session) with a Hive catalog on the session's metastore.
+
+- every format sqlext writes (parquet, orc, csv, json) with the interop matrix's types and values
+  (:mod:`tests.support.interop`), compared value by value with what was written;
+- a partition only once it is committed (a streaming insert with a partition-time trigger), with its
+  ``numRows`` as Trino's statistics;
+- under a Hive 4 metastore too: a committed partition is visible to Trino and Spark, statistics right;
+- the ORC edge cases on which readers disagree (dates before the Gregorian switch, a timestamp in the last
+  second before 1970), read by Spark, Hive's SerDe, Trino and pyarrow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
+from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
+from sqlext.io.fs import FileSystem
+from sqlext.sink import InsertPlan
+from sqlext.spark.session import extend
+from sqlext.table import TableDefinition
+from tests.support.interop import (
+    FORMATS,
+    ROWS,
+    assert_rows_equal,
+    columns_for,
+    create_matrix_sources,
+    ddl_columns,
+    expected_rows,
+    table_options,
+)
+from tests.support.services import BackendMetastore, spark_own_sql
+from tests.support.streams import hourly_event_stream, write_hourly_events
+from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
+from tests.support.trino import TrinoServer
+from tests.support.waiting import wait_for
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.trino, pytest.mark.slow]
+
+DB = "trino_reads"
+START = datetime(2026, 11, 22, 0, 0, 0)
+JSON_ISO = {"json.timestamp-format.standard": "ISO-8601"}
+HOURLY_OPTIONS = {
+    "sink.partition-commit.trigger": "partition-time",
+    "sink.partition-commit.delay": "1 h",
+    "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+}
+
+
+@pytest.fixture(scope="module")
+def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The Spark session, extended, with the database ``trino_reads``; its root directory."""
+    root = tmp_path_factory.mktemp("trino_reads")
+    was_extended = hasattr(spark, "_sqlext_session")
+    extend(spark)
+    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
+    try:
+        yield root
+    finally:
+        spark.conf.unset("spark.sqlext.checkpoint.root")
+        if not was_extended:  # later modules get the plain session they expect
+            del spark.sql
+            del spark._sqlext_session
+
+
+@pytest.fixture(scope="module")
+def written(spark: Any, session: Path) -> Path:
+    """For each format, ``trino_reads.t_<fmt>`` holding the matrix's rows, written by a batch INSERT (and
+    ``t_json_iso``: json with ISO-8601 timestamps)."""
+    create_matrix_sources(spark, DB, session)
+    for fmt, table, extra in [*((f, f"t_{f}", {}) for f in FORMATS), ("json", "t_json_iso", JSON_ISO)]:
+        options = table_options(fmt, session / table, **extra)
+        spark.sql(f"CREATE TABLE {DB}.{table} ({ddl_columns(fmt)}) PARTITIONED BY (p) WITH ({options})")
+        _insert_batch(spark, f"INSERT INTO {DB}.{table} SELECT * FROM {DB}.src_{fmt}")
+    return session
+
+
+def _insert_batch(spark: Any, insert: str) -> None:
+    """Run ``insert`` to its end (batch mode: every partition committed when it returns; each test's
+    ``SET``s are undone after it, by the ``_fresh_sqlext_options`` fixture)."""
+    spark.sql("SET 'execution.runtime-mode' = 'batch'")
+    [row] = spark.sql(insert).collect()
+    assert row.status == "FINISHED", row
+
+
+#: Binary types: a json file holds them in base64 (Flink's and Spark's json), and Trino, as Hive's JSON SerDe,
+#: reads a json string into VARBINARY as its text's bytes: the query decodes them.
+BINARY_TYPES = ("BINARY", "VARBINARY", "BYTES")
+
+
+def _trino_select(fmt: str) -> str:
+    """The matrix's columns as Trino selects them: a REAL widened to DOUBLE, which is exact (Trino's client
+    protocol prints a REAL as its shortest float text, which parses back as another double); json's binary
+    values decoded from base64 (:data:`BINARY_TYPES`)."""
+
+    def column(name: str, type_: str) -> str:
+        if type_ == "FLOAT":
+            return f'CAST("{name}" AS DOUBLE) AS "{name}"'
+        if fmt == "json" and type_.startswith(BINARY_TYPES):
+            return f'from_base64(from_utf8("{name}")) AS "{name}"'
+        return f'"{name}"'
+
+    return ", ".join(column(name, type_) for name, type_ in columns_for(fmt))
+
+
+def _as_trino_reads_csv() -> list[tuple[Any, ...]]:
+    """The csv rows as Trino 476 reads them: a line feed or carriage return in a string as the letter ``n``
+    or ``r``. sqlext writes them as ``\\n`` and ``\\r`` with ``serialization.escape.crlf`` (the only way
+    LazySimpleSerDe text holds them: its lines end at a line feed), which Hive reads and Trino ignores (it
+    takes the escape character off and keeps the letter). Expected exactly, so nothing else may differ."""
+    return [
+        tuple(v.replace("\n", "n").replace("\r", "r") if isinstance(v, str) else v for v in row)
+        for row in expected_rows("csv")
+    ]
+
+
+@pytest.mark.parametrize(("fmt", "table"), [*((f, f"t_{f}") for f in FORMATS), ("json", "t_json_iso")])
+def test_trino_reads_back_every_value_sqlext_wrote(written: Path, trino: TrinoServer, fmt: str, table: str) -> None:
+    rows = trino.query(f"SELECT {_trino_select(fmt)} FROM {DB}.{table}")
+    assert_rows_equal(fmt, f"trino ({table})", rows, _as_trino_reads_csv() if fmt == "csv" else None)
+
+
+def test_trino_counts_each_partition_from_the_statistics_sqlext_committed(
+    written: Path, trino: TrinoServer, hms: MetastoreClient
+) -> None:
+    """``numRows`` is Trino's row count (``SHOW STATS``, which reads the partitions' parameters, not the files):
+    per partition for one format (Trino reads the same parameters for each), per table for each;
+    ``numFiles``/``totalSize`` (which Trino does not show) match the files Trino reads."""
+    rows_in = {p: sum(1 for row in ROWS if row[-1] == p) for p in ("a", "b")}
+    for value, count in rows_in.items():
+        assert trino.stats(f"(SELECT * FROM {DB}.t_parquet WHERE p = '{value}')")[None][3] == count
+    for fmt in FORMATS:
+        assert trino.stats(f"{DB}.t_{fmt}")[None][3] == len(ROWS), fmt
+        expected = {f"p={p}": n for p, n in rows_in.items()}
+        assert_partitions_committed(hms, DB, f"t_{fmt}", written / f"t_{fmt}", expected)
+
+
+def _start_hourly_insert(
+    spark: Any, table: TableDefinition, metastore_uri: str, input_dir: Path, checkpoint: Path, bounded: bool = False
+) -> Any:
+    """A streaming insert of the hourly events of ``input_dir`` (one file a micro-batch) into ``table``; with
+    ``bounded``, the files there now, every partition committed at the end."""
+    catalog = SimpleNamespace(metastore_uri=metastore_uri)
+    context = SimpleNamespace(spark=spark, table=table, catalog=catalog, config=None)
+    name = f"insert_{table.identifier.name}"
+    plan = InsertPlan(query_name=name, checkpoint_location=checkpoint.as_uri(), available_now=bounded)
+    return FileSystemSink(context).start_stream(hourly_event_stream(spark, input_dir), plan)
+
+
+def _completed_batches(table: TableDefinition) -> list[int]:
+    log = CommitLog(FileSystem(table.options["path"]), table.options["path"])
+    return [e.batch for e in log.entries(f"insert_{table.identifier.name}") if e.state is State.COMPLETED]
+
+
+def _hours_in_trino(trino: TrinoServer, table: str) -> dict[str, int]:
+    return dict(trino.query(f"SELECT hr, count(*) FROM {table} GROUP BY hr"))
+
+
+def test_trino_sees_a_partition_only_once_sqlext_committed_it(
+    spark: Any, trino: TrinoServer, hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    table = events_table("trino_stream", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
+    create_in_hms(hms, table)
+    input_dir = tmp_path / "input"
+    next_id = write_hourly_events(input_dir, START, hours=1, rows_per_hour=120)
+    query = _start_hourly_insert(spark, table, metastore.uri, input_dir, tmp_path / "checkpoint")
+    try:
+        wait_for(lambda: 0 in _completed_batches(table), 120, what="batch 0 written and moved")
+        # Hour 00's files are in its partition directory, but its commit waits for the watermark to pass
+        # 01:00 (partition time + 1 h): the metastore does not list it, and Trino reads nothing.
+        pending = tmp_path / "table" / "dt=2026-11-22" / "hr=00"
+        assert [f for f in pending.iterdir() if not f.name.startswith(("_", "."))]
+        assert hms.get_partition_names("trino_stream", "hourly") == []
+        assert trino.query('SELECT * FROM trino_stream."hourly$partitions"') == []
+        assert _hours_in_trino(trino, "trino_stream.hourly") == {}
+
+        write_hourly_events(input_dir, START + timedelta(hours=1), hours=2, rows_per_hour=120, first_id=next_id)
+        names = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+        wait_for(lambda: sorted(hms.get_partition_names("trino_stream", "hourly")) == names, 120, what="hr 00, 01")
+        # Hours 00 and 01 are committed (the watermark is at 02:59:30); hour 02 is written and pending.
+        assert _hours_in_trino(trino, "trino_stream.hourly") == {"00": 120, "01": 120}
+        assert sorted(trino.query('SELECT dt, hr FROM trino_stream."hourly$partitions"')) == [
+            ["2026-11-22", "00"],
+            ["2026-11-22", "01"],
+        ]
+        assert trino.stats("trino_stream.hourly")[None][3] == 240
+        assert [f for f in (tmp_path / "table" / "dt=2026-11-22" / "hr=02").iterdir() if f.suffix == ".parquet"]
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("version_metastore", [pytest.param(HiveVersion.V4, id="hive4")], indirect=True)
+def test_a_partition_committed_under_hive4_is_read_by_trino_and_spark_with_its_statistics(
+    spark: Any, trino: TrinoServer, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    """Spark's catalog stays on the session's 2.3 metastore, so Spark reads the partition locations the Hive 4
+    metastore lists, as a Hive-protocol reader does; Trino reads through a catalog on the Hive 4 metastore."""
+    table = events_table("trino_hive4", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
+    create_in_hms(version_hms, table)
+    write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=60)
+    uri, source, checkpoint = version_metastore.uri, tmp_path / "input", tmp_path / "checkpoint"
+    query = _start_hourly_insert(spark, table, uri, source, checkpoint, bounded=True)
+    running = running_insert(str(query.id))
+    assert running is not None and running.wait(300), "the insert did not finish"
+    assert query.exception() is None
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(2)]
+    assert_partitions_committed(version_hms, "trino_hive4", "hourly", tmp_path / "table", names, 60)
+
+    trino.add_catalog("hive4", version_metastore.uri)
+    assert _hours_in_trino(trino, "hive4.trino_hive4.hourly") == {"00": 60, "01": 60}
+    for hour in ("00", "01"):
+        stats = trino.stats(f"(SELECT * FROM hive4.trino_hive4.hourly WHERE hr = '{hour}')")
+        assert stats[None][3] == 60
+
+    partitions = version_hms.get_partitions_by_names("trino_hive4", "hourly", names)
+    read = spark_own_sql(spark)
+    by_spark = {p.values[1]: read(f"SELECT * FROM parquet.`{p.sd.location}`").count() for p in partitions}
+    assert by_spark == {"00": 60, "01": 60}
+
+
+# Edge cases on which readers of ORC disagree: dates before the Gregorian calendar began (1582-10-15), and
+# a timestamp in the last second before 1970 (UTC). Written by sqlext (Spark's writers), read by each reader;
+# parquet for contrast.
+EDGE_ROWS = [
+    (1, date(1582, 10, 4), datetime(1969, 12, 31, 23, 59, 59, 999000)),
+    (2, date(1, 1, 1), datetime(1969, 12, 31, 23, 59, 58, 999000)),
+    (3, date(1582, 10, 15), datetime(1970, 1, 1, 0, 0, 0, 1000)),
+    (4, date(2026, 1, 2), datetime(2026, 1, 2, 3, 4, 5, 123000)),
+]
+WRITTEN = [(i, d.isoformat(), ts.isoformat(" ", "milliseconds")) for i, d, ts in EDGE_ROWS]
+#: Readers of a date in the hybrid calendar's days as if they were proleptic Gregorian days.
+PROLEPTIC_READERS = ("trino", "pyarrow")
+
+
+def _expected(fmt: str, reader: str) -> list[tuple[int, str, str]]:
+    """What ``reader`` reads of :data:`EDGE_ROWS` written in ``fmt``. Parquet: what was written (dates as
+    proleptic Gregorian days, Spark's default, which Hive 3.1+ read too), but by Hive 2.3.10's SerDe, which
+    reads them as days of the hybrid Julian/Gregorian calendar. ORC:
+    - every reader, Spark's own reads included, reads the timestamp 1969-12-31 23:59:59.999 a second late:
+      ORC's writer stores seconds and nanoseconds such that readers take a second off negative seconds, and
+      a time in (-1 s, 0) is stored with seconds 0 (ORC-763, ORC-771), so no reader can tell;
+    - ORC's DATE holds days of the hybrid Julian/Gregorian calendar (Hive's; Spark rebases to it, and the
+      file's footer declares it), which Trino and pyarrow read as proleptic Gregorian days."""
+    rows = {id_: [day, stamp] for id_, day, stamp in WRITTEN}
+    if fmt == "parquet" and reader == "hive-serde":
+        rows[1][0], rows[2][0] = "1582-09-24", "0001-01-03"
+    if fmt == "orc":
+        rows[1][1] = "1970-01-01 00:00:00.999"
+        if reader in PROLEPTIC_READERS:
+            rows[1][0], rows[2][0] = "1582-10-14", "0000-12-30"
+    return [(id_, day, stamp) for id_, (day, stamp) in sorted(rows.items())]
+
+
+@pytest.fixture(scope="module")
+def edge_source(spark: Any, session: Path) -> str:
+    """A sqlext source table over a parquet file (pyarrow's) holding :data:`EDGE_ROWS`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    landing = session / "edge_landing"
+    landing.mkdir()
+    columns = [list(column) for column in zip(*EDGE_ROWS, strict=True)]
+    schema = pa.schema([("id", pa.int32()), ("d", pa.date32()), ("ts", pa.timestamp("ms"))])
+    pq.write_table(pa.table(columns, schema=schema), landing / "edge.parquet")
+    spark.sql(
+        f"CREATE TABLE {DB}.edge_src (id INT, d DATE, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem', "
+        f"'path' = '{landing.as_uri()}', 'format' = 'parquet')"
+    )
+    return f"{DB}.edge_src"
+
+
+def _data_files(directory: Path) -> list[Path]:
+    return [f for f in directory.glob("p=*/*") if not f.name.startswith(("_", "."))]
+
+
+def _read_by_pyarrow(fmt: str, directory: Path) -> list[tuple[Any, ...]]:
+    import pyarrow as pa
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    read = orc.read_table if fmt == "orc" else pq.read_table
+    table = pa.concat_tables([read(f) for f in _data_files(directory)]).sort_by("id")
+    texts = [table[c].cast(pa.string()).to_pylist() for c in ("d", "ts")]
+    return list(zip(table["id"].to_pylist(), *texts, strict=True))
+
+
+def _read_edges(spark: Any, trino: TrinoServer, fmt: str, table: str, directory: Path) -> dict[str, list[Any]]:
+    """Each reader's (id, date text, timestamp text) rows, timestamps cut to milliseconds."""
+    seen: dict[str, list[Any]] = {}
+    select = f"SELECT id, CAST(d AS STRING), CAST(ts AS STRING) FROM {table} ORDER BY id"
+    convert = f"spark.sql.hive.convertMetastore{fmt.capitalize()}"
+    for reader, native in (("spark", "true"), ("hive-serde", "false")):
+        spark.conf.set(convert, native)
+        try:
+            spark.catalog.refreshTable(table)
+            seen[reader] = [tuple(row) for row in spark_own_sql(spark)(select).collect()]
+        finally:
+            spark.conf.unset(convert)
+    seen["trino"] = trino.query(f"SELECT id, CAST(d AS VARCHAR), CAST(ts AS VARCHAR) FROM {table} ORDER BY id")
+    seen["pyarrow"] = _read_by_pyarrow(fmt, directory)
+    return {reader: [(i, d, ts[:23]) for i, d, ts in rows] for reader, rows in seen.items()}
+
+
+def _orc_calendar(spark: Any, file: Path) -> str:
+    """The calendar an ORC file's footer declares for its dates and timestamps (Java ORC's reader)."""
+    jvm = spark._jvm
+    options = jvm.org.apache.orc.OrcFile.readerOptions(spark._jsc.hadoopConfiguration())
+    reader = jvm.org.apache.orc.OrcFile.createReader(jvm.org.apache.hadoop.fs.Path(str(file)), options)
+    try:
+        footer = reader.getFileTail().getFooter()
+        return str(footer.getCalendar().name()) if footer.hasCalendar() else "(none)"
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+def test_each_reader_of_the_date_and_timestamp_edge_cases(
+    edge_source: str, spark: Any, trino: TrinoServer, tmp_path: Path, fmt: str
+) -> None:
+    table, path = f"{DB}.edge_{fmt}", tmp_path / "edge"
+    spark.sql(
+        f"CREATE TABLE {table} (id INT, d DATE, ts TIMESTAMP(3), p STRING) PARTITIONED BY (p) WITH "
+        f"('connector' = 'filesystem', 'path' = '{path.as_uri()}', 'format' = '{fmt}')"
+    )
+    _insert_batch(spark, f"INSERT INTO {table} SELECT id, d, ts, 'x' FROM {edge_source}")
+
+    seen = _read_edges(spark, trino, fmt, table, path)
+    report = "\n".join(f"{reader}: {rows}" for reader, rows in seen.items())
+    assert {reader: _expected(fmt, reader) for reader in seen} == seen, report
+    if fmt == "orc":
+        [file] = _data_files(path)
+        assert _orc_calendar(spark, file) == "JULIAN_GREGORIAN"
