@@ -248,6 +248,18 @@ class SqlextSession:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
         return NO_ROWS
 
+    def _on_AlterTableSchema(self, statement: st.AlterTableSchema) -> StatementResult | DataFrame:
+        """Column DDL: on a sqlext table, the table and every partition (see Catalog.alter_table_schema); Spark's
+        and Hive's forms of it on any other table are Spark's."""
+        if statement.shared and not self.is_sqlext_table(statement.target):
+            return self._spark_sql(statement.sql)
+        ident = self.resolve(statement.target)
+        if statement.if_exists and not self.catalog.table_exists(ident):
+            return NO_ROWS
+        self.catalog.alter_table_schema(ident, statement.change, statement.cascade)
+        self._refresh(ident)
+        return NO_ROWS
+
     def _on_ShowCreateTable(self, statement: st.ShowCreateTable) -> StatementResult | DataFrame:
         from sqlext.sql.ddl import show_create_table
 

@@ -229,7 +229,8 @@ PASSTHROUGH = [
     "CREATE TABLE hive_plain (a INT) STORED AS ORC",
     "CREATE VIEW v AS SELECT 1",
     "DROP VIEW v",
-    "ALTER TABLE t ADD COLUMNS (x INT)",
+    "ALTER TABLE t ADD PARTITION (p = 'x')",
+    "ALTER TABLE t RENAME TO u",
     "EXPLAIN SELECT 1",
     "CACHE TABLE t",
 ]
@@ -292,7 +293,7 @@ MALFORMED = [
     ("CREATE TABLE t (a INT WITH ('connector' = 'datagen')", 1, "Expected: CREATE [TEMPORARY] TABLE"),
     ("CREATE TABLE t (a FOO) WITH ('connector' = 'datagen')", 1, "near 'FOO'"),
     ("CREATE DATABASE WITH ('k' = 'v')", 1, "Expected: CREATE DATABASE [IF NOT EXISTS] name"),
-    ("ALTER TABLE t SET ('k' = )", 1, "Expected: ALTER TABLE [db.]table SET"),
+    ("ALTER TABLE t SET ('k' = )", 1, "Expected: ALTER TABLE [IF EXISTS] [db.]table SET"),
     ("CREATE TABLE t (\n  a INT,\n  b STRING STRING\n) WITH ('connector' = 'datagen')", 3, "near 'STRING'"),
     ("CREATE TABLE t (a INT) WITH ('connector' = 'datagen') LIKE base (INCLUDING NOTHING)", None, "INCLUDING NOTHING"),
     ("SET 'a' = 'b' 'c'", None, "Expected SET 'key' = 'value'"),
