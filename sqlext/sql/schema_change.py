@@ -231,9 +231,9 @@ class References:
             )
         if name.lower() in self.partition_keys:
             raise _fail(f"The column `{name}` is used as the partition keys.", name)
-        if name.lower() in self.watermark:
-            expression = table.watermark.expression if table.watermark else ""
-            raise _fail(f"The column `{name}` is referenced by watermark expression `{expression}`.", name)
+        if name.lower() in self.watermark and table.watermark is not None:
+            watermark = f"WATERMARK FOR `{table.watermark.column}` AS {table.watermark.expression}"
+            raise _fail(f"The column `{name}` is referenced by watermark expression. ({watermark})", name)
 
 
 # -- applying -----------------------------------------------------------------------------------
@@ -251,11 +251,11 @@ def apply_change(table: TableDefinition, change: SchemaChange) -> TableDefinitio
         return _drop(table, change)
     if isinstance(change, DropWatermark):
         if table.watermark is None:
-            raise _fail("The base table does not define any watermark strategy.")
+            raise _fail("The current table does not define any watermark strategy.")
         return replace(table, watermark=None)
     if isinstance(change, DropPrimaryKey):
         if not table.primary_key:
-            raise _fail("The base table does not define any primary key.")
+            raise _fail("The current table does not define any primary key.")
         return replace(table, primary_key=())
     raise TypeError(f"not a schema change: {change!r}")
 
@@ -292,7 +292,7 @@ def _add(table: TableDefinition, change: AddSchema) -> TableDefinition:
     for item in change.columns:
         if _index(columns, item.column.name) >= 0:
             name = item.column.name
-            raise _fail(f"Try to add a column `{name}` which already exists in the table.", name)
+            raise _fail(f"Column `{name}` already exists in the table.", name)
         if item.column.is_physical and not item.column.nullable:
             raise _fail(
                 f"Column `{item.column.name}` cannot be added as NOT NULL: the rows already written have no value for "
@@ -304,7 +304,7 @@ def _add(table: TableDefinition, change: AddSchema) -> TableDefinition:
     if change.watermark is not None:
         if watermark is not None:
             raise _fail(
-                f"The base table has already defined the watermark strategy `{watermark.column}` AS "
+                f"The current table has already defined the watermark strategy `{watermark.column}` AS "
                 f"{watermark.expression}. You might want to drop it before adding a new one."
             )
         watermark = change.watermark
@@ -312,7 +312,7 @@ def _add(table: TableDefinition, change: AddSchema) -> TableDefinition:
         if key:
             shown = "[" + ", ".join(f"`{k}`" for k in key) + "]"
             raise _fail(
-                f"The base table has already defined the primary key constraint {shown}. You might want to drop it "
+                f"The current table has already defined the primary key constraint {shown}. You might want to drop it "
                 "before adding a new one."
             )
         key = change.primary_key
@@ -327,18 +327,20 @@ def _modify(table: TableDefinition, change: ModifySchema) -> TableDefinition:
         at = _index(columns, item.column.name)
         if at < 0:
             name = item.column.name
-            raise _fail(f"Try to modify a column `{name}` which does not exist in the table.", name)
+            raise _fail(f"Column `{name}` does not exist in the table.", name)
         old = columns.pop(at)
         new = _modified(old, item.column, is_partition_key=old.name.lower() in keys)
         _place(columns, new, item.position, at)
     watermark, key = table.watermark, table.primary_key
     if change.watermark is not None:
         if watermark is None:
-            raise _fail("The base table does not define any watermark. You might want to add a new one.")
+            raise _fail("The current table does not define any watermark. You might want to add a new one.")
         watermark = change.watermark
     if change.primary_key is not None:
         if not key:
-            raise _fail("The base table does not define any primary key constraint. You might want to add a new one.")
+            raise _fail(
+                "The current table does not define any primary key constraint. You might want to add a new one."
+            )
         key = change.primary_key
     return _rebuilt(table, columns, watermark, key)
 
@@ -414,6 +416,12 @@ def _drop(table: TableDefinition, change: DropColumns) -> TableDefinition:
 def _rebuilt(
     table: TableDefinition, columns: list[Column], watermark: Watermark | None, key: tuple[str, ...]
 ) -> TableDefinition:
+    if watermark is not None and _index(columns, watermark.column) < 0:
+        raise _fail(
+            f"Invalid column name '{watermark.column}' for rowtime attribute in watermark declaration. Available "
+            f"columns are: [{', '.join(c.name for c in columns)}]",
+            watermark.column,
+        )
     try:
         return replace(table, columns=tuple(columns), watermark=watermark, primary_key=tuple(key))
     except ValidationError as exc:  # a watermark or key on a column that does not exist
