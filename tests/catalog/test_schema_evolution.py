@@ -246,3 +246,44 @@ def test_a_running_insert_survives_an_added_column_and_a_restarted_one_fills_it(
     assert _committed_ids(spark, sink) == list(range(next_id)), "every event once: the checkpoint was resumed"
     filled = spark_own_sql(spark)(f"SELECT id, amount FROM {sink} WHERE amount IS NOT NULL ORDER BY id").collect()
     assert [(row.id, row.amount) for row in filled] == [(i, i / 10) for i in range(20, 30)]
+
+
+def test_a_commit_that_read_the_table_before_an_alter_gives_its_partitions_the_new_columns(
+    tables: Path, spark: Any, hms: MetastoreClient
+) -> None:
+    """The race of a commit and an ALTER, played in order: the metastore policy read the table, the ALTER
+    cascaded to the partitions there were, then the policy commits late data of one of them and adds a new
+    partition with the columns it read before: every partition ends with the table's new columns."""
+    from sqlext.connectors.filesystem.policies import MetastorePolicy, PartitionCommitContext
+
+    name = "raced"
+    path = tables / name
+    spark.sql(
+        f"CREATE TABLE {DB}.{name} (id INT, dt STRING) PARTITIONED BY (dt) WITH ('connector' = 'filesystem', "
+        f"'path' = '{path.as_uri()}', 'format' = 'parquet')"
+    )
+    definition = Catalog(hms).get_table(TableIdentifier(DB, name))
+    read_before = hms.get_table(DB, name)
+
+    def context(day: str) -> PartitionCommitContext:
+        (path / f"dt={day}").mkdir(parents=True, exist_ok=True)
+        return PartitionCommitContext(
+            table=definition,
+            keys=["dt"],
+            values=[day],
+            path=f"{path.as_uri()}/dt={day}",
+            relative_path=f"dt={day}",
+            files=[],
+            fs=FileSystem(path.as_uri()),
+            metastore=hms,
+            hms_table=read_before,
+            row_count=0,
+        )
+
+    MetastorePolicy().commit_all([context("2026-01-01")])
+    spark.sql(f"ALTER TABLE {DB}.{name} ADD (note STRING)")
+    MetastorePolicy().commit_all([context("2026-01-01"), context("2026-01-02")])  # late data, and a new one
+    table, partitions = _snapshot(hms, name)
+    assert [c.name for c in table.sd.cols] == ["id", "note"]
+    assert [p.values for p in partitions] == [["2026-01-01"], ["2026-01-02"]]
+    assert all(p.sd.cols == table.sd.cols for p in partitions)
