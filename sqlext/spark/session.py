@@ -254,8 +254,11 @@ class SqlextSession:
         if statement.shared and not self.is_sqlext_table(statement.target):
             return self._spark_sql(statement.sql)
         ident = self.resolve(statement.target)
-        if statement.if_exists and not self.catalog.table_exists(ident):
-            return NO_ROWS
+        absent = (
+            ident not in self.catalog.temporary and self.catalog.client.get_table(ident.database, ident.name) is None
+        )
+        if statement.if_exists and absent:
+            return NO_ROWS  # a table that is there but not sqlext's is named by the error below
         self.catalog.alter_table_schema(ident, statement.change, statement.cascade)
         self._refresh(ident)
         return NO_ROWS

@@ -115,6 +115,11 @@ def test_refused_alters_leave_the_table_and_its_partitions_as_they_were(
     assert len(before[1]) >= 2
     for alter, message in [*REFUSED, *REFUSED_BY_FORMAT[fmt]]:
         assert message in _refused(spark, f"ALTER TABLE {DB}.{name} {alter}"), alter
+    if fmt == "parquet":
+        spark.sql(f"ALTER TABLE IF EXISTS {DB}.no_such_table ADD (x INT)")  # Flink's IF EXISTS: nothing to do
+        assert "Table evolve.no_such_table does not exist" in _refused(
+            spark, f"ALTER TABLE {DB}.no_such_table ADD (x INT)"
+        )
     if fmt == "parquet":  # once: the metastore retries its database's error for 20 s before it answers
         # A change sqlext allows and the metastore refuses (Hive 2.3's Derby schema keeps a column comment in
         # 256 characters): one transaction, so nothing of it stays.
@@ -176,7 +181,8 @@ def test_old_partitions_read_by_the_new_columns_in_every_reader(
         try:
             rows = _read(spark, table, fmt, reader)
         except Exception as exc:  # one reader failing must not hide what the others read
-            if fmt == "csv" and reader == "sqlext" and "csv line without 5 fields: 1,1.5,12.34,a" in str(exc):
+            old_lines = ("csv line without 5 fields: 1,1.5,12.34,a", "csv line without 5 fields: 2,2.5,56.78,b")
+            if fmt == "csv" and reader == "sqlext" and any(line in str(exc) for line in old_lines):
                 continue  # sqlext's source, like Flink's csv format, takes no line short of a field (documented)
             problems.append(f"{fmt}/{reader}: the read failed: {str(exc).splitlines()[0][:500]}")
             continue
