@@ -19,14 +19,18 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hmsclient.genthrift.hive_metastore import ttypes
 
+from sqlext.catalog.evolution import RETIRED_COLUMNS, check_files_follow, retired_columns
 from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.errors import TableExistsError, TableNotFoundError, ValidationError
+from sqlext.errors import MetastoreError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
+
+if TYPE_CHECKING:
+    from sqlext.sql.schema_change import SchemaChange
 
 PARAM_PREFIX = "sqlext."
 #: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
@@ -202,6 +206,62 @@ class Catalog:
             self.client.alter_table(ident.database, ident.name, to_hms(updated, self.hms_table(ident)))
         return updated
 
+    def alter_table_schema(
+        self, ident: TableIdentifier, change: SchemaChange, cascade: bool | None = None
+    ) -> TableDefinition:
+        """Apply an ``ALTER TABLE`` column change (:mod:`sqlext.sql.schema_change`): checked against Flink's
+        rules, the connector's options and what the files already written can follow
+        (:mod:`sqlext.catalog.evolution`) before anything is stored; then the table and every partition's
+        columns change in one metastore transaction, as Hive's ``ALTER TABLE ... CASCADE``. ``cascade``
+        False (Hive's ``RESTRICT``: partitions left as they were) is refused."""
+        from sqlext.registry import validate_table
+        from sqlext.sql.schema_change import apply_change
+
+        if cascade is False:
+            raise ValidationError(
+                f"ALTER TABLE {ident} ... RESTRICT is not supported: sqlext changes a table's columns together with "
+                "every partition's (CASCADE), so that every reader reads the old partitions by the new columns. "
+                "Leave RESTRICT out.",
+                value="RESTRICT",
+            )
+        current = self.get_table(ident)
+        updated = apply_change(current, change)
+        validate_table(updated)
+        if ident in self.temporary:
+            self.temporary[ident] = updated
+            return updated
+        existing = self.hms_table(ident)
+        retired = check_files_follow(current, updated, change, retired_columns(existing.parameters))
+        table = to_hms(updated, existing)
+        ours = definition_parameters(updated)
+        # Spark saves a Hive table's schema as it infers it (spark.sql.hive.caseSensitiveInferenceMode): stale now.
+        table.parameters = {
+            k: v for k, v in table.parameters.items() if not k.startswith(SPARK_SCHEMA_PREFIX) or k in ours
+        }
+        if retired:
+            table.parameters[RETIRED_COLUMNS] = json.dumps(retired)
+        try:
+            self.client.alter_table_cascade(ident.database, ident.name, table)
+        except (ttypes.InvalidOperationException, ttypes.MetaException) as exc:
+            raise MetastoreError(
+                f"The metastore at {self.metastore_uri} refused ALTER TABLE {ident} {change.describe()}: "
+                f"{exc.message}. Nothing changed (the table and its partitions change in one metastore "
+                f"transaction).{_INCOMPATIBLE_HINT if 'incompatible' in str(exc.message) else ''}",
+                value=str(ident),
+            ) from None
+        return updated
+
+
+#: When a metastore refuses columns whose types differ from the old ones at the same position.
+_INCOMPATIBLE_HINT = (
+    " The metastore compares each column with the one at the same position before the change "
+    "(hive.metastore.disallow.incompatible.col.type.changes, metastore.disallow.incompatible.col.type.changes from "
+    "Hive 3): dropping or moving a column shifts the others. Set it to false in the metastore's configuration "
+    "(sqlext's embedded metastore does) to drop or move columns."
+)
+#: Spark's parameters holding a table's schema.
+SPARK_SCHEMA_PREFIX = "spark.sql.sources.schema"
+
 
 def is_sqlext_table(table: ttypes.Table) -> bool:
     return f"{OPTION_PREFIX}connector" in (table.parameters or {})
@@ -244,8 +304,9 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     )
     kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
     parameters = {**kept, **definition_parameters(table)}
-    if existing and TABLE_ID in (existing.parameters or {}):
-        parameters[TABLE_ID] = existing.parameters[TABLE_ID]
+    for key in (TABLE_ID, RETIRED_COLUMNS):  # what the table records of its past, which its definition does not
+        if existing and key in (existing.parameters or {}):
+            parameters[key] = existing.parameters[key]
     return ttypes.Table(
         tableName=table.identifier.name,
         dbName=table.identifier.database,

@@ -11,12 +11,15 @@ the data it already read (or fails on its paths), so each checkpoint records who
   parameters at CREATE; for a table created before sqlext stored one, its HMS create time);
 - the **sources**: each sqlext table the query reads, with its id;
 - the **query**: the SELECT as sqlext runs it (sqlglot's canonical text, tables qualified) and the
-  static partition values.
+  static partition values; and the sink's columns it writes, in order (the query's values go to them by
+  position).
 
 At start (:func:`prepare`) an insert resumes a checkpoint only when it is its own. A checkpoint whose sink
 table was dropped and created again is moved aside (``<checkpoint>.replaced-<UTC time>``, logged) and the
 insert starts fresh; any other difference (metastore, sink name, query, sources) fails the start with an
-error naming the checkpoint, what differs and the ways on. ``SET 'sqlext.insert.start' = 'fresh'`` (or
+error naming the checkpoint, what differs and the ways on. A query that differs only in what it writes to sink
+columns an ``ALTER TABLE`` added, dropped or renamed since is the same insert
+(:mod:`sqlext.jobs.query_evolution`): it resumes, and says so in its log. ``SET 'sqlext.insert.start' = 'fresh'`` (or
 ``sqlext run --fresh``) starts over on purpose, ``'resume'`` resumes a checkpoint whose query changed.
 
 One writer per checkpoint: :func:`prepare` takes the checkpoint's lease (:mod:`sqlext.jobs.lease`) first.
@@ -38,6 +41,7 @@ from sqlext import config as cfg
 from sqlext.errors import SqlextError, ValidationError
 from sqlext.io.fs import FileSystem, join, normalize
 from sqlext.jobs.lease import STATE_DIR, Lease, read_lease
+from sqlext.jobs.query_evolution import follows_schema_change
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -97,6 +101,8 @@ class InsertIdentity:
     sink: TableRef
     sources: tuple[TableRef, ...]
     query: str
+    #: The sink's columns the query writes, in order (empty in identities written before sqlext recorded them).
+    sink_columns: tuple[str, ...] = ()
 
     @property
     def fingerprint(self) -> str:
@@ -112,6 +118,7 @@ class InsertIdentity:
             "sink": asdict(self.sink),
             "sources": [asdict(s) for s in self.sources],
             "query": self.query,
+            "sink_columns": list(self.sink_columns),
             "fingerprint": self.fingerprint,
         }
 
@@ -123,6 +130,7 @@ class InsertIdentity:
             sink=TableRef(**data["sink"]),
             sources=tuple(TableRef(**s) for s in data.get("sources", [])),
             query=str(data.get("query", "")),
+            sink_columns=tuple(data.get("sink_columns", ())),
         )
 
     def describe(self) -> str:
@@ -154,6 +162,8 @@ class Comparison:
 
     verdict: Verdict
     differences: tuple[str, ...] = ()
+    #: Why a checkpoint whose identity differs is still the insert's (SAME only), for its log.
+    notes: tuple[str, ...] = ()
 
 
 def compare(stored: InsertIdentity, current: InsertIdentity) -> Comparison:
@@ -185,9 +195,16 @@ def compare(stored: InsertIdentity, current: InsertIdentity) -> Comparison:
                 differences.append(
                     f"source table {new.name} was created again (the checkpoint's has id {old.id}, this one {new.id})"
                 )
+    notes: tuple[str, ...] = ()
     if stored.query != current.query:
-        differences.append(f"query: the checkpoint's ran\n    {stored.query}\n  this insert runs\n    {current.query}")
-    return Comparison(Verdict.CONFLICT, tuple(differences)) if differences else Comparison(Verdict.SAME)
+        note = follows_schema_change(stored.query, stored.sink_columns, current.query, current.sink_columns)
+        if note is None:
+            differences.append(
+                f"query: the checkpoint's ran\n    {stored.query}\n  this insert runs\n    {current.query}"
+            )
+        else:
+            notes = (note,)
+    return Comparison(Verdict.CONFLICT, tuple(differences)) if differences else Comparison(Verdict.SAME, notes=notes)
 
 
 def identity_uri(checkpoint: str) -> str:
@@ -266,6 +283,8 @@ def prepare(
                 replaced = _replace(fs, location, lease, comparison.differences[0])
             elif comparison.verdict is Verdict.CONFLICT:
                 raise mismatch_error(location, identity, comparison)
+            for note in comparison.notes:
+                log.warning("%s: resuming although the query changed: %s", location, note)
         fs.write_text(identity_uri(location), json.dumps(identity.to_json(), indent=1))
         resumed = progress and replaced is None
         return PreparedCheckpoint(location, identity, lease, resumed, replaced)

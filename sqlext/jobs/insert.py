@@ -228,19 +228,22 @@ def _plan_and_run(session: Any, statement: Any, sink: TableDefinition, mode: str
 def insert_identity(
     session: Any, sink: TableDefinition, sources: Mapping[TableIdentifier, SourceFrame], statement: Any, name: str
 ) -> InsertIdentity:
-    """Whose checkpoint this insert's is: metastore, sink and source ids, the query as it runs."""
+    """Whose checkpoint this insert's is: metastore, sink and source ids, the query as it runs and the sink's
+    columns it writes."""
     catalog = session.catalog
     current = getattr(session, "current_database", None) or "default"
     query = _rewrite(statement.query, sources, current).sql(dialect="spark")
     if statement.static_partitions:
         values = ", ".join(f"{k} = '{v}'" for k, v in sorted(statement.static_partitions.items()))
         query = f"PARTITION ({values}) {query}"
+    static = {key.lower() for key in statement.static_partitions}
     return InsertIdentity(
         pipeline=name,
         metastore=normalize_metastore(catalog.metastore_uri),
         sink=TableRef(str(sink.identifier), catalog.table_id(sink.identifier)),
         sources=tuple(TableRef(str(ident), catalog.table_id(ident)) for ident in sorted(sources, key=str)),
         query=query,
+        sink_columns=tuple(c.name for c in sink.physical_columns if c.name.lower() not in static),
     )
 
 

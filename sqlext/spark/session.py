@@ -248,6 +248,21 @@ class SqlextSession:
         self.catalog.alter_table_options(self.resolve(statement.target), statement.set_options, statement.reset_keys)
         return NO_ROWS
 
+    def _on_AlterTableSchema(self, statement: st.AlterTableSchema) -> StatementResult | DataFrame:
+        """Column DDL: on a sqlext table, the table and every partition (see Catalog.alter_table_schema); Spark's
+        and Hive's forms of it on any other table are Spark's."""
+        if statement.shared and not self.is_sqlext_table(statement.target):
+            return self._spark_sql(statement.sql)
+        ident = self.resolve(statement.target)
+        absent = (
+            ident not in self.catalog.temporary and self.catalog.client.get_table(ident.database, ident.name) is None
+        )
+        if statement.if_exists and absent:
+            return NO_ROWS  # a table that is there but not sqlext's is named by the error below
+        self.catalog.alter_table_schema(ident, statement.change, statement.cascade)
+        self._refresh(ident)
+        return NO_ROWS
+
     def _on_ShowCreateTable(self, statement: st.ShowCreateTable) -> StatementResult | DataFrame:
         from sqlext.sql.ddl import show_create_table
 

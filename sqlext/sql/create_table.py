@@ -57,7 +57,7 @@ def create_table_like(sql: str, tokens: list[Token], like_at: int) -> CreateTabl
     options, partition_keys, comment = _create_properties(sql, tree)
     schema = tree.this
     items = schema.expressions if isinstance(schema, exp.Schema) else []
-    columns, watermark, primary_key = _schema(sql, items)
+    columns, watermark, primary_key = schema_elements(sql, items)
     return CreateTableLike(
         sql,
         identifier=table_identifier(schema.this if isinstance(schema, exp.Schema) else schema),
@@ -94,7 +94,7 @@ def create_table(sql: str, tree: exp.Create) -> Statement:
     table_node = schema.this if isinstance(schema, exp.Schema) else schema
     ident = table_identifier(table_node)
     items = [*(schema.expressions if isinstance(schema, exp.Schema) else []), *(hive_columns or [])]
-    columns, watermark, primary_key = _schema(sql, items)
+    columns, watermark, primary_key = schema_elements(sql, items)
     temporary = bool(tree.args.get("temporary")) or "TEMPORARY" in sql.upper().split("TABLE", 1)[0]
     definition = TableDefinition(
         identifier=ident,
@@ -155,7 +155,8 @@ def _create_properties(sql: str, tree: exp.Create) -> tuple[dict[str, str], list
     return options, partition_keys, comment
 
 
-def _schema(sql: str, items: Sequence[exp.Expr]) -> tuple[list[Column], Watermark | None, list[str]]:
+def schema_elements(sql: str, items: Sequence[exp.Expr]) -> tuple[list[Column], Watermark | None, list[str]]:
+    """Columns, watermark and primary key of a CREATE TABLE's element list (or of ALTER TABLE's components)."""
     columns: list[Column] = []
     watermark = None
     primary_key: list[str] = []

@@ -56,6 +56,9 @@ def is_flink_form(tokens: Sequence[Token]) -> bool:
     if words[:2] in (["SHOW", "JOBS"], ["STOP", "JOB"]) or words[:3] == ["DROP", "TEMPORARY", "TABLE"]:
         return True
     if words[:2] == ["ALTER", "TABLE"]:  # Spark's are SET TBLPROPERTIES (...) and UNSET; RESET is Flink's
+        form = alter_table_form(tokens)
+        if form is not None:
+            return form[0] == FLINK
         return any(
             word == "RESET" or (word == "SET" and _followed_by_paren(tokens, index))
             for index, word in ((i, t.text.upper()) for i, t in _top_level(tokens))
@@ -72,6 +75,47 @@ def is_flink_form(tokens: Sequence[Token]) -> bool:
     if like is not None and any(word in LIKE_STRATEGIES for word in words[like:]):
         return True
     return any(t.token_type in _STRINGS and t.text.startswith(HIVE_STREAMING_PREFIXES) for t in tokens)
+
+
+#: Column DDL only Flink SQL has, and column DDL Spark or Hive share (see :func:`alter_table_form`).
+FLINK, SHARED = "flink", "shared"
+#: Words after ``ADD``/``DROP`` that make the statement Spark's (partitions, constraints) or shared (columns).
+_SPARK_AFTER_ADD_DROP = ("PARTITION", "IF", "CONSTRAINT")
+_SHARED_AFTER_ADD_DROP = ("COLUMN", "COLUMNS")
+
+
+def alter_table_form(tokens: Sequence[Token]) -> tuple[str, int] | None:
+    """For ``ALTER TABLE [IF EXISTS] name <action> ...`` about columns, (:data:`FLINK` or :data:`SHARED`, the
+    index of the action's word); None for anything else (options, partitions, a table rename, ...).
+
+    Flink's forms: ``IF EXISTS``, ``ADD (...)``, ``ADD name type``, ``ADD WATERMARK|PRIMARY KEY``, ``MODIFY``,
+    ``RENAME a TO b``, ``DROP (...)``, ``DROP name``, ``DROP WATERMARK|PRIMARY KEY``. Shared with Spark or Hive:
+    ``ADD COLUMN(S)``, ``RENAME COLUMN``, ``DROP COLUMN(S)``, ``ALTER|CHANGE [COLUMN]``, ``REPLACE COLUMNS``."""
+    words = [t.text.upper() for t in tokens]
+    if words[:2] != ["ALTER", "TABLE"]:
+        return None
+    start = 4 if words[2:4] == ["IF", "EXISTS"] else 2
+    read = read_name(tokens, start)
+    if read is None or read[1] >= len(tokens):
+        return None
+    at = read[1]
+    action, following = words[at], words[at + 1] if at + 1 < len(words) else ""
+    flink_if_exists = start == 4
+    form: str | None = None
+    if action in ("ADD", "DROP"):
+        if following in _SHARED_AFTER_ADD_DROP:
+            form = SHARED
+        elif following not in _SPARK_AFTER_ADD_DROP and following:
+            form = FLINK
+    elif action == "MODIFY":
+        form = FLINK
+    elif action == "RENAME":
+        form = SHARED if following == "COLUMN" else (None if following in ("TO", "") else FLINK)
+    elif action in ("ALTER", "CHANGE") or (action == "REPLACE" and following == "COLUMNS"):
+        form = SHARED
+    if form is None:
+        return None
+    return (FLINK if flink_if_exists else form), at
 
 
 def _is_name(token: Token) -> bool:

@@ -2,7 +2,8 @@
 :mod:`~sqlext.sql.statements`: splitting a text into statements, telling sqlext's from Spark's (the rule is
 :mod:`sqlext.sql.ownership`'s), and the statements read from tree or tokens (``CREATE`` in
 :mod:`~sqlext.sql.create_table`). Statements sqlglot has no node for (``RESET``, ``SHOW CREATE TABLE``,
-``SHOW TABLES``, ``ALTER TABLE ... RESET``, ``SHOW JOBS``, ``STOP JOB``) are read from sqlglot's tokens.
+``SHOW TABLES``, ``ALTER TABLE ... RESET``, ``SHOW JOBS``, ``STOP JOB``) are read from sqlglot's tokens, and
+so is ``ALTER TABLE``'s column DDL (:mod:`~sqlext.sql.alter_table`).
 Anything else is :class:`Passthrough`: Spark runs it.
 """
 
@@ -14,6 +15,7 @@ from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
 from sqlext.errors import ParseError, SqlextError, ValidationError
+from sqlext.sql.alter_table import parse_alter_schema
 from sqlext.sql.create_table import create_database, create_table, create_table_like, top_level_like
 from sqlext.sql.dialect import string_literal_value
 from sqlext.sql.hints import options_hint
@@ -217,6 +219,8 @@ def _parse_by_tokens(sql: str, tokens: list[Token], words: list[str]) -> Stateme
         if len(tokens) != 3:
             raise ParseError(f"Expected STOP JOB 'job id', got: {sql}", statement=sql)
         return StopJob(sql, string_value(tokens[2], sql))
+    if words[:2] == ["ALTER", "TABLE"] and (schema := parse_alter_schema(sql, tokens)) is not None:
+        return schema
     if words[:2] == ["ALTER", "TABLE"] and is_flink_form(tokens) and any(t.text.upper() == "RESET" for t in tokens):
         return _alter_reset(sql, tokens)
     return None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from sqlext.errors import SqlextError
+from sqlext.sql.schema_change import SchemaChange
 from sqlext.sql.syntax import table_identifier
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
@@ -79,6 +80,20 @@ class AlterTableOptions(Statement):
     target: TableIdentifier
     set_options: dict[str, str] = field(default_factory=dict)
     reset_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AlterTableSchema(Statement):
+    """``ALTER TABLE [IF EXISTS] t ADD | MODIFY | RENAME | DROP ...``: Flink's column DDL, and the column DDL
+    Spark and Hive share (``ADD COLUMNS (...) [CASCADE]``, ``RENAME COLUMN``, ``DROP COLUMN(S)``)."""
+
+    target: TableIdentifier
+    change: SchemaChange
+    if_exists: bool = False
+    #: Spark's (or Hive's) form too: Spark runs it unless ``target`` is a sqlext table.
+    shared: bool = False
+    #: Hive's ``CASCADE`` (True) or ``RESTRICT`` (False) after ``ADD COLUMNS (...)``; None: neither.
+    cascade: bool | None = None
 
 
 @dataclass(frozen=True)

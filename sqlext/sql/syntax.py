@@ -29,20 +29,42 @@ def flink_tokens(sql: str) -> list[Token]:
 
 
 def parse_tree(sql: str) -> exp.Expr:
+    return parse_part(sql, sql)
+
+
+def parse_part(text: str, statement: str, prefix: int = 0, start: int = 0) -> exp.Expr:
+    """The sqlglot tree of ``text`` in the Flink dialect. ``text`` is ``prefix`` characters of its own followed
+    by a part of ``statement`` from its character ``start`` on (``text`` is ``statement`` by default): a parse
+    error names ``statement`` and points into it."""
     import sqlglot
 
     try:
-        tree = sqlglot.parse_one(sql, read=Flink)
+        tree = sqlglot.parse_one(text, read=Flink)
     except SqlglotParseError as exc:
-        raise parse_error(sql, exc) from None
+        raise parse_error(statement, _moved(exc, statement, prefix, start)) from None
     except TokenError as exc:  # Spark's string escapes ('it\'s'): not Flink SQL
-        raise ParseError(f"Cannot read statement: {exc}", statement=sql) from None
+        detail = exc if text == statement else "a string is not closed as Flink SQL reads it (a quote is doubled)"
+        raise ParseError(f"Cannot read statement: {detail}", statement=statement) from None
     # U&'...' as the plain string it stands for: Spark SQL, which runs the queries, has no such literal.
     return tree.transform(
         lambda node: (
             exp.Literal.string(unicode_string_value(node.this)) if isinstance(node, exp.UnicodeString) else node
         )
     )
+
+
+def _moved(exc: SqlglotParseError, statement: str, prefix: int, start: int) -> SqlglotParseError:
+    """``exc`` with its line and column in ``statement`` (see :func:`parse_part`)."""
+    if not exc.errors or (prefix == 0 and start == 0):
+        return exc
+    detail = dict(exc.errors[0])
+    line, column = detail.get("line"), detail.get("col")
+    if line and column:
+        first_line = statement.count("\n", 0, start) + 1
+        if line == 1:
+            detail["col"] = start - (statement.rfind("\n", 0, start) + 1) + column - prefix
+        detail["line"] = first_line + line - 1
+    return SqlglotParseError(str(exc), errors=[detail])
 
 
 #: What each statement sqlext parses looks like, for parse errors (keyed by its leading keyword).
@@ -57,7 +79,14 @@ SYNTAX = {
     "CREATE DATABASE": "CREATE DATABASE [IF NOT EXISTS] name [COMMENT '...'] [WITH ('key' = 'value', ...)]",
     "INSERT": "[WITH ...] INSERT INTO|OVERWRITE [db.]table [PARTITION (key = 'value', ...)] SELECT ...",
     "DROP": "DROP [TEMPORARY] TABLE [IF EXISTS] [db.]table",
-    "ALTER": "ALTER TABLE [db.]table SET ('key' = 'value', ...) | ALTER TABLE [db.]table RESET ('key', ...)",
+    "ALTER": (
+        "ALTER TABLE [IF EXISTS] [db.]table SET ('key' = 'value', ...) | RESET ('key', ...) "
+        "| ADD <component> | ADD (<component>, ...) | MODIFY <component> | MODIFY (<component>, ...) "
+        "| RENAME column TO new_name | DROP column | DROP (column, ...) | DROP WATERMARK | DROP PRIMARY KEY, "
+        "<component>: column type [NOT NULL] [COMMENT '...'] [FIRST | AFTER column] | column AS expression [...] "
+        "| WATERMARK FOR column AS expression | PRIMARY KEY (column, ...) NOT ENFORCED; "
+        "and Hive's ADD COLUMNS (column type [COMMENT '...'], ...) [CASCADE]"
+    ),
     "DESCRIBE": "DESCRIBE|DESC [db.]table",
     "USE": "USE database",
 }

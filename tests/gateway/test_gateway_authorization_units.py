@@ -131,6 +131,8 @@ def test_sqlext_statements_are_judged_on_their_tables_options_and_query(tmp_path
     )
     assert _sqlext_accesses("DROP TABLE db.t", settings) == [Access(Action.OWNERSHIP, table=TableIdentifier("db", "t"))]
     assert _sqlext_accesses("DROP TEMPORARY TABLE temp", settings) == []
+    for alter in ("ALTER TABLE db.t ADD (c INT)", "ALTER TABLE db.t DROP c", "ALTER TABLE db.t ADD COLUMNS (c INT)"):
+        assert _sqlext_accesses(alter, settings) == [Access(Action.OWNERSHIP, table=TableIdentifier("db", "t"))]
     assert _sqlext_accesses("SET 'spark.sqlext.gateway.admins' = 'me'", settings) == [
         Access(Action.SETTING, "spark.sqlext.gateway.admins")
     ]

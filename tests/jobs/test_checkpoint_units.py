@@ -59,6 +59,55 @@ def test_a_recreated_sink_wins_over_a_changed_query() -> None:
     assert ck.compare(IDENTITY, changed).verdict is ck.Verdict.SINK_REPLACED
 
 
+EVOLVING = replace(IDENTITY, query="SELECT id, dt FROM __sqlext_ck_src AS src", sink_columns=("id", "dt"))
+
+
+@pytest.mark.parametrize(
+    ("query", "columns"),
+    [
+        ("SELECT id, CAST(NULL AS STRING), dt FROM __sqlext_ck_src AS src", ("id", "name", "dt")),  # added
+        ("SELECT id, upper(src.name) AS n, dt FROM __sqlext_ck_src AS src", ("id", "name", "dt")),
+        ("SELECT dt FROM __sqlext_ck_src AS src", ("dt",)),  # dropped
+        ("SELECT id, dt FROM __sqlext_ck_src AS src", ("key", "dt")),  # renamed: the query may stay
+        ("SELECT id + 0, dt FROM __sqlext_ck_src AS src", ("key", "dt")),  # ... or change for it
+    ],
+)
+def test_a_query_that_follows_a_change_of_the_sinks_columns_resumes(query: str, columns: tuple[str, ...]) -> None:
+    comparison = ck.compare(EVOLVING, replace(EVOLVING, query=query, sink_columns=columns))
+    assert comparison.verdict is ck.Verdict.SAME
+    assert comparison.notes or query == EVOLVING.query
+
+
+@pytest.mark.parametrize(
+    ("query", "columns"),
+    [
+        ("SELECT id, 'x', dt FROM __sqlext_ck_src AS src", ("id", "dt")),  # the sink did not change
+        ("SELECT id * 2, 'x', dt FROM __sqlext_ck_src AS src", ("id", "name", "dt")),  # a kept column's value
+        ("SELECT id, 'x', dt FROM __sqlext_ck_src AS src WHERE id > 3", ("id", "name", "dt")),  # the rows
+        ("SELECT * FROM __sqlext_ck_src AS src", ("id", "name", "dt")),
+        ("SELECT id, 'x', dt FROM __sqlext_ck_src AS src UNION ALL SELECT 1, 'y', 'z'", ("id", "name", "dt")),
+    ],
+)
+def test_a_query_that_changes_more_than_the_sinks_columns_is_a_conflict(query: str, columns: tuple[str, ...]) -> None:
+    comparison = ck.compare(EVOLVING, replace(EVOLVING, query=query, sink_columns=columns))
+    assert comparison.verdict is ck.Verdict.CONFLICT
+    assert comparison.differences[0].startswith("query")
+
+
+def test_a_checkpoint_from_before_sink_columns_were_recorded_is_a_conflict_when_the_query_changed() -> None:
+    changed = replace(EVOLVING, query="SELECT id, 'x', dt FROM __sqlext_ck_src AS src", sink_columns=("id", "n", "dt"))
+    assert ck.compare(IDENTITY, changed).verdict is ck.Verdict.CONFLICT
+    old_json = {k: v for k, v in IDENTITY.to_json().items() if k != "sink_columns"}  # written before they were
+    assert ck.InsertIdentity.from_json(old_json).sink_columns == ()
+
+
+def test_static_partitions_must_stay_the_same() -> None:
+    stored = replace(EVOLVING, query="PARTITION (dt = 'a') SELECT id FROM s", sink_columns=("id",))
+    for prefix, verdict in [("PARTITION (dt = 'a') ", ck.Verdict.SAME), ("PARTITION (dt = 'b') ", ck.Verdict.CONFLICT)]:
+        changed = replace(stored, query=f"{prefix}SELECT id, 1 FROM s", sink_columns=("id", "n"))
+        assert ck.compare(stored, changed).verdict is verdict
+
+
 def test_identity_round_trips_through_json() -> None:
     assert ck.InsertIdentity.from_json(json.loads(json.dumps(IDENTITY.to_json()))) == IDENTITY
 

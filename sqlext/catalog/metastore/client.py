@@ -3,11 +3,11 @@
 Every other module reaches the HMS through :class:`MetastoreClient`; nothing else opens sockets to it.
 It calls Thrift methods that HMS 2.3, 3.1 and 4.0.1 all serve (checked by running each against each:
 ``get_table_req``, never ``get_table``, which Hive 4.0.1 answers with "Invalid method name";
-``add_partitions_req``; ``alter_partitions_with_environment_context``; ``get_partitions_by_names``;
-``get_partition_names``), so one code path serves the embedded 2.3 server and a production 4.x one. Where a
-call has another form (:data:`ALTERNATIVES`), the client does not assume which one a server has from its
-version: :meth:`MetastoreClient.call_served` tries the forms in order, once per client, and keeps the first
-the server serves.
+``add_partitions_req``; ``alter_partitions_with_environment_context``; ``alter_table_with_environment_context``;
+``get_partitions_by_names``; ``get_partition_names``), so one code path serves the embedded 2.3 server and
+a production 4.x one. Where a call has another form (:data:`ALTERNATIVES`), the client does not assume
+which one a server has from its version: :meth:`MetastoreClient.call_served` tries the forms in order, once
+per client, and keeps the first the server serves.
 
 Retries cover the transport only (refused connection, reset socket, timeout). Errors the HMS answers
 with (``NoSuchObjectException``, ``AlreadyExistsException``, ``MetaException``) are the caller's to
@@ -54,6 +54,7 @@ PARTITION_BATCH = 100
 ALTERNATIVES: dict[str, tuple[str, ...]] = {
     "get_table": ("get_table_req", "get_table"),
     "alter_partitions": ("alter_partitions_with_environment_context", "alter_partitions"),
+    "alter_table_cascade": ("alter_table_with_environment_context", "alter_table_with_cascade"),
 }
 
 _TRANSPORT_ERRORS = (TTransportException, OSError, EOFError, socket.timeout)
@@ -263,6 +264,17 @@ class MetastoreClient:
 
     def alter_table(self, database: str, name: str, table: ttypes.Table) -> None:
         self.call("alter_table", database, name, table)
+
+    def alter_table_cascade(self, database: str, name: str, table: ttypes.Table) -> None:
+        """Replace a table and give every partition its columns, as Hive's ``ALTER TABLE ... CASCADE``: the
+        metastore alters the table and each partition's column list in one transaction (all or nothing), and
+        recomputes no statistics. Partitions keep the rest of their descriptor (location, SerDe)."""
+        context = ttypes.EnvironmentContext(properties={"CASCADE": "true", "DO_NOT_UPDATE_STATS": "true"})
+        forms = {
+            "alter_table_with_environment_context": (database, name, table, context),
+            "alter_table_with_cascade": (database, name, table, True),
+        }
+        self.call_served("alter_table_cascade", {m: forms[m] for m in ALTERNATIVES["alter_table_cascade"]})
 
     def drop_table(self, database: str, name: str, delete_data: bool = False) -> bool:
         """Drop a table; return False when it did not exist."""

@@ -113,7 +113,9 @@ class MetastorePolicy(PartitionCommitPolicy):
         for context in contexts:
             context.new_in_metastore = tuple(context.values) in added
         first.metastore.alter_partitions(database, table, [*to_alter, *raced])
-        self._settle(contexts, [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)])
+        written = [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)]
+        self._follow_schema_change(contexts, written)
+        self._settle(contexts, written)
         log.info(
             "metastore: %s.%s partitions added %d, altered %d (%s)",
             database,
@@ -122,6 +124,29 @@ class MetastorePolicy(PartitionCommitPolicy):
             len(to_alter) + len(raced),
             ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
         )
+
+    @staticmethod
+    def _follow_schema_change(contexts: Sequence[PartitionCommitContext], written: Sequence[ttypes.Partition]) -> None:
+        """An ``ALTER TABLE`` that changed the table's columns while this commit ran gave the new columns to every
+        partition the metastore held then (CASCADE); a partition this commit added or stored after that, with
+        the columns the table had before, gets them now. Asked after writing, so that either the ALTER's
+        cascade saw the partition, or this sees the ALTER."""
+        first = contexts[0]
+        assert first.metastore is not None and first.hms_table is not None
+        database, name = first.table.identifier.database, first.table.identifier.name
+        columns = first.hms_table.sd.cols
+        for _ in range(SETTLE_ROUNDS):
+            now = first.metastore.get_table(database, name)
+            if now is None or now.sd.cols == columns:
+                return
+            stale = [partition for partition in written if partition.sd.cols == columns]
+            for partition in stale:
+                partition.sd.cols = copy.deepcopy(now.sd.cols)
+            first.metastore.alter_partitions(database, name, stale)
+            log.info(
+                "metastore: %s.%s changed its columns during a commit; %d partitions follow", database, name, len(stale)
+            )
+            columns = now.sd.cols
 
     @staticmethod
     def _settle(contexts: Sequence[PartitionCommitContext], stored: Sequence[ttypes.Partition]) -> None:

@@ -88,6 +88,7 @@ class RunningInsert:
             while not query_ended(self.query, TICK_INTERVAL_S):
                 if self.committer.settings.partitioned:
                     self.committer.tick()
+                self.committer.schema_watch.check()
             failure = self.query.exception()
             if failure is not None:
                 explained = explain_query_failure(str(failure))

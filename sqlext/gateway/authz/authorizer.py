@@ -81,9 +81,9 @@ class SessionAuthorizer:
         statement = parse_statement(sql)
         if isinstance(statement, p.Passthrough):
             return self.inspector.accesses(sql, analyze=self._analyzes)
-        if isinstance(statement, p.Insert) and not self.session.catalog.table_exists(
-            self.session.resolve(statement.target)
-        ):
+        shared = isinstance(statement, p.Insert) or (isinstance(statement, p.AlterTableSchema) and statement.shared)
+        target = getattr(statement, "target", None)
+        if shared and target is not None and not self.session.catalog.table_exists(self.session.resolve(target)):
             return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it
         if isinstance(statement, p.Query) and not any(self.session.is_sqlext_table(t) for t, _ in statement.hints):
             return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it

@@ -62,6 +62,8 @@ def statement_accesses(
         return [] if statement.temporary else table(statement.target, Action.OWNERSHIP)
     if isinstance(statement, p.AlterTableOptions):
         return option_accesses(statement.set_options) + table(statement.target, Action.OWNERSHIP)
+    if isinstance(statement, p.AlterTableSchema):
+        return table(statement.target, Action.OWNERSHIP)
     if isinstance(statement, (p.ShowCreateTable, p.Describe)):
         return table(statement.target, Action.SELECT)
     if isinstance(statement, p.SetOption):

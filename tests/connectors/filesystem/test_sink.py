@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
@@ -90,6 +91,44 @@ def test_the_client_probes_each_call_once_and_keeps_the_form_the_server_serves(
         expected = "get_table_req" if version_metastore.settings.version is HiveVersion.V4 else "get_table"
         assert client.served["old_first"] == expected
         assert (found.table if expected == "get_table_req" else found).tableName == "probed"
+
+
+def test_alter_table_columns_reach_every_partition_in_one_call_every_version_serves(
+    version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    """ALTER TABLE's column change (docs/schema-evolution.md) alters the table and every partition's columns,
+    keeping each partition's location and statistics. Here, for each version's metastore to start once."""
+    import copy
+
+    from sqlext.catalog.hms import Catalog
+    from sqlext.sql.parser import parse_statement
+
+    table = keyed_table("evolve_db", "keyed", tmp_path / "table")
+    create_in_hms(version_hms, table)
+    stored = version_hms.get_table("evolve_db", "keyed")
+    partitions = []
+    for value in ("a", "b"):
+        sd = copy.deepcopy(stored.sd)
+        sd.location = f"{(tmp_path / 'table').as_uri()}/p={value}"
+        partitions.append(
+            ttypes.Partition(values=[value], dbName="evolve_db", tableName="keyed", sd=sd, parameters={"numFiles": "1"})
+        )
+    version_hms.add_partitions("evolve_db", "keyed", partitions)
+    statement = parse_statement("ALTER TABLE evolve_db.keyed ADD (note STRING COMMENT 'added')")
+    Catalog(version_hms).alter_table_schema(table.identifier, statement.change)  # type: ignore[attr-defined]
+
+    assert version_hms.served["alter_table_cascade"] == "alter_table_with_environment_context"  # 2.3, 3.1 and 4
+    altered = version_hms.get_table("evolve_db", "keyed")
+    assert [(c.name, c.type, c.comment) for c in altered.sd.cols] == [
+        ("id", "bigint", None),
+        ("note", "string", "added"),
+    ]
+    assert altered.parameters["sqlext.table-id"] == stored.parameters["sqlext.table-id"]
+    names = version_hms.get_partition_names("evolve_db", "keyed")
+    for partition in version_hms.get_partitions_by_names("evolve_db", "keyed", names):
+        assert partition.sd.cols == altered.sd.cols
+        assert partition.sd.location.endswith(f"/table/p={partition.values[0]}")
+        assert partition.parameters["numFiles"] == "1"
 
 
 def test_partition_time_commits_after_watermark_passes_partition_end_plus_delay(

@@ -47,6 +47,7 @@ from sqlext import listeners
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
+from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -84,6 +85,7 @@ class BatchCommitter:
         self._row_counts: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pool: ThreadPoolExecutor | None = None
+        self.schema_watch = SchemaWatch(settings.table, query_name, metastore_uri)
         self._partitions = PartitionCommitter(
             settings,
             query_name,
@@ -95,6 +97,7 @@ class BatchCommitter:
             self._lock,
             self._move_pool,
             self._row_counts,
+            self.schema_watch,
         )
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
         self._mover = BatchMover(settings, query_name, self.fs, self.log, self._move_pool, self._row_counts)

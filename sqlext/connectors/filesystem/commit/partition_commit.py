@@ -17,6 +17,7 @@ from typing import Any
 from sqlext import listeners
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import (
     PartitionCommitTrigger,
     PendingPartition,
@@ -60,6 +61,7 @@ class PartitionCommitter:
         lock: threading.RLock,
         pool: Callable[[], ThreadPoolExecutor],
         row_counts: dict[str, int],
+        schema_watch: SchemaWatch | None = None,
     ) -> None:
         self.settings = settings
         self.query_name = query_name
@@ -81,6 +83,7 @@ class PartitionCommitter:
         self._compactions_recovered = False
         self._committed_here: set[str] = set()
         self._expirer = self._create_expirer()
+        self._schema_watch = schema_watch
         #: The insert, as the listeners (:mod:`sqlext.listeners`) are told about it.
         self.insert = listeners.InsertRef(str(settings.table.identifier), query_name, settings.path)
 
@@ -240,6 +243,8 @@ class PartitionCommitter:
             hms_table = self.metastore.get_table(ident.database, ident.name)
             if hms_table is None:
                 raise CommitError(f"Table {ident} is no longer in the metastore; cannot commit partitions.")
+            if self._schema_watch is not None:
+                self._schema_watch.observe(hms_table)
         compactions = self._compact(ready)
         # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
         # they took as long as the metastore's calls one after another.
