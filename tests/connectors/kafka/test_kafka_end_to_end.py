@@ -32,19 +32,25 @@ STEP_S = 30
 PER_HOUR = 3600 // STEP_S
 
 
+def _database(value_format: str) -> str:
+    # One per variant: the metastore is shared by the session, and a second run must not find the first's tables.
+    return f"kafka_e2e_{value_format}"
+
+
 def _job(broker: KafkaBroker, table_dir: Path, value_format: str) -> str:
+    db = _database(value_format)
     return f"""
-CREATE DATABASE IF NOT EXISTS kafka_e2e;
-CREATE TABLE IF NOT EXISTS kafka_e2e.events_src (
+CREATE DATABASE IF NOT EXISTS {db};
+CREATE TABLE IF NOT EXISTS {db}.events_src (
   id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
   `partition` INT METADATA VIRTUAL,
   `offset` BIGINT METADATA VIRTUAL,
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
 ) WITH (
   'connector' = 'kafka', 'topic' = '{_topic(value_format)}', 'properties.bootstrap.servers' = '{broker.bootstrap}',
-  'properties.group.id' = 'kafka_e2e', 'scan.startup.mode' = 'earliest-offset', 'format' = '{value_format}'
+  'properties.group.id' = '{db}', 'scan.startup.mode' = 'earliest-offset', 'format' = '{value_format}'
 );
-CREATE TABLE IF NOT EXISTS kafka_e2e.events (
+CREATE TABLE IF NOT EXISTS {db}.events (
   id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), src_partition INT, src_offset BIGINT, dt STRING, hr STRING
 ) PARTITIONED BY (dt, hr) WITH (
   'connector' = 'filesystem', 'path' = '{table_dir.as_uri()}', 'format' = 'parquet',
@@ -52,11 +58,11 @@ CREATE TABLE IF NOT EXISTS kafka_e2e.events (
   'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
   'sink.partition-commit.policy.kind' = 'metastore,success-file'
 );
-SET 'pipeline.name' = 'kafka_e2e';
+SET 'pipeline.name' = '{db}';
 SET 'execution.checkpointing.interval' = '1 s';
-INSERT INTO kafka_e2e.events
+INSERT INTO {db}.events
 SELECT id, user_id, amount, ts, `partition`, `offset`, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH')
-FROM kafka_e2e.events_src;
+FROM {db}.events_src;
 """
 
 
@@ -148,7 +154,7 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
 
     assert _ids(table_dir) == list(range(EVENTS + 2)), "events lost or duplicated"
     names = [f"dt=2026-11-22/hr={h:02d}" for h in range(6)]
-    assert_partitions_committed(hms, "kafka_e2e", "events", table_dir, names, PER_HOUR)
+    assert_partitions_committed(hms, _database(value_format), "events", table_dir, names, PER_HOUR)
     rows = ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
     sources = sorted(zip(rows["src_partition"].to_pylist(), rows["src_offset"].to_pylist(), strict=True))
     assert sources == sorted((n % 3, n // 3) for n in range(EVENTS + 2))
