@@ -131,6 +131,12 @@ class RunningInsert:
     def name(self) -> str:
         return self.committer.query_name
 
+    def wait_committed(self, timeout_s: float | None = None) -> bool:
+        """Wait until the batches Spark has run are committed: with the overlapped commit, a batch Spark
+        reported (``lastProgress``, ``processAllAvailable``) may still be committing. Raises the error of a
+        failed commit; False after ``timeout_s``."""
+        return self.committer.wait_committed(timeout_s)
+
     def wait(self, timeout_s: float | None = None) -> bool:
         """Wait until the query ended and its last commits ran; re-raise a commit error that failed no batch of
         the query (a background commit after its last batch, the end-of-input commit; the query's own failure
