@@ -227,20 +227,21 @@ class BatchCommitter:
                 # A crash between recording `completed` and removing the staging dir leaves the dir behind.
                 self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
             if self._background is None:
-                self._finish(entry, final, written - started)
+                self._finish(entry, final, started, written)
             else:
                 planned = entry
                 self._background.submit(
-                    lambda: self._finish(planned, final, written - started, handed_off=True),
+                    lambda: self._finish(planned, final, started, written, handed_off=True),
                     f"the commit of batch {batch_id}",
                 )
                 if not self._overlap:
                     self.wait_committed()
             return entry
 
-    def _finish(self, planned: LogEntry, final: bool, write_s: float, handed_off: bool = False) -> None:
+    def _finish(self, planned: LogEntry, final: bool, started: float, written: float, handed_off: bool = False) -> None:
         """Steps 3-4 of a planned batch: move its files unless the log says ``completed``, commit its
-        partitions. ``handed_off``: run by the background committer for :meth:`process`."""
+        partitions. ``started``, ``written``: when its write began and ended (monotonic clock);
+        ``handed_off``: run by the background committer for :meth:`process`."""
         batch = planned.batch
         if handed_off and self._overlap and faults.armed(faults.BACKGROUND_POINTS, batch):
             self._await_spark_record(batch)
@@ -260,7 +261,7 @@ class BatchCommitter:
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             if listeners.listening():
-                listeners.report_batch(_batch_event(self.insert, entry, write_s, time.monotonic() - began))
+                listeners.report_batch(_batch_event(self.insert, entry, written - started, time.monotonic() - written))
             self.log.expire(self.query_name, self.settings.retained_batches)
             log.info(
                 "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
@@ -315,7 +316,8 @@ class BatchCommitter:
                     entry.state,
                     "" if entry.state is not State.COMPLETED else " with its partitions not yet committed",
                 )
-                self._finish(entry, final=False, write_s=0.0)
+                now = time.monotonic()
+                self._finish(entry, False, now, now)
                 finished.append(batch)
             return finished
 
