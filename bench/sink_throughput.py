@@ -2,7 +2,7 @@
 (c) a sqlext insert with partition-time commit and metastore,success-file policies.
 
     python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3] [--tasks N]
-        [--format parquet|orc|csv|json] [--mode streaming|batch]
+        [--format parquet|orc|csv|json] [--mode streaming|batch] [--files-per-trigger N]
 
 Prints a table and writes bench/results/sink_throughput.json (``sink_throughput_csv_batch.json``,
 ``sink_throughput_tasks<N>.json``: named by what differs from the default). The input is parquet; every
@@ -10,7 +10,10 @@ variant writes the ``--format`` (Spark's own csv and json writers in (a), sqlext
 variant runs ``--repeats`` times, interleaved in a rotating order (a b c, b c a, c a b, ...), after one
 small warm-up of each; medians are reported. ``--tasks N`` spreads the input's rows over N writing tasks
 (``repartition(N)``, round robin, the same in every variant), so that each task writes into every
-partition: N small files per partition per batch.
+partition: N small files per partition per batch. ``--files-per-trigger N`` reads N input files per
+micro-batch in both streaming variants (default: all in one batch), so that a batch's commit can overlap the
+next batch's write (``_fpt<N>`` in the results file's name); ``--not-overlapped-too`` adds (d), (c) with
+``'sink.partition-commit.async' = 'false'``.
 """
 
 from __future__ import annotations
@@ -59,12 +62,15 @@ class Workload:
     fmt: str = "parquet"
     mode: str = "streaming"
     tasks: int | None = None
+    files_per_trigger: int | None = None
 
     @property
     def result_name(self) -> str:
         """The results file's name: ``sink_throughput`` plus what differs from the default workload."""
         parts = [part for part in (self.fmt != "parquet" and self.fmt, self.mode != "streaming" and self.mode) if part]
-        return "_".join(["sink_throughput", *parts, *([f"tasks{self.tasks}"] if self.tasks else [])])
+        tasks = [f"tasks{self.tasks}"] if self.tasks else []
+        per_trigger = [f"fpt{self.files_per_trigger}"] if self.files_per_trigger else []
+        return "_".join(["sink_throughput", *parts, *tasks, *per_trigger])
 
 
 def events(spark: Any, input_dir: Path, files_per_trigger: int | None = None, tasks: int | None = None) -> Any:
@@ -99,7 +105,7 @@ def spark_file_sink(
         rows.write.format(workload.fmt).partitionBy("dt", "hr").save(target)
         return None
     query = (
-        events(spark, input_dir, files_per_trigger, workload.tasks)
+        events(spark, input_dir, files_per_trigger or workload.files_per_trigger, workload.tasks)
         .writeStream.format(workload.fmt)
         .partitionBy("dt", "hr")
         .option("checkpointLocation", (work / "checkpoint").as_uri())
@@ -161,17 +167,26 @@ def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, ro
 
 
 def sqlext_sink(
-    spark: Any, catalog: Catalog, metastore_uri: str, input_dir: Path, work: Path, name: str, workload: Workload
+    spark: Any,
+    catalog: Catalog,
+    metastore_uri: str,
+    input_dir: Path,
+    work: Path,
+    name: str,
+    workload: Workload,
+    **options: str,
 ) -> None:
-    """A sqlext insert into a new table: streaming, or batch (every partition committed at its end)."""
-    table = partition_time_table(name, work / "table", format=workload.fmt)
+    """A sqlext insert into a new table (with ``options``): streaming, or batch (every partition committed at
+    its end)."""
+    table = partition_time_table(name, work / "table", format=workload.fmt, **options)
     catalog.create_table(table, if_not_exists=False)
     checkpoint = work / "checkpoint"
     if workload.mode == "batch":
         plan = InsertPlan(table.identifier.name, checkpoint.as_uri())
         _sink(spark, table, metastore_uri).write_batch(_batch_events(spark, input_dir, workload.tasks), plan)
         return
-    run_sqlext_insert(spark, table, metastore_uri, events(spark, input_dir, tasks=workload.tasks), checkpoint)
+    rows = events(spark, input_dir, workload.files_per_trigger, workload.tasks)
+    run_sqlext_insert(spark, table, metastore_uri, rows, checkpoint)
 
 
 def main() -> None:
@@ -183,8 +198,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=None, help="writing tasks, each into every partition")
     parser.add_argument("--format", default="parquet", choices=("parquet", "orc", "csv", "json"))
     parser.add_argument("--mode", default="streaming", choices=("streaming", "batch"))
+    parser.add_argument("--files-per-trigger", type=int, default=None, help="input files per streaming batch")
+    parser.add_argument(
+        "--not-overlapped-too",
+        action="store_true",
+        help="also run sqlext with 'sink.partition-commit.async' = 'false' (each batch committed before the next)",
+    )
     args = parser.parse_args()
-    workload = Workload(args.format, args.mode, args.tasks)
+    workload = Workload(args.format, args.mode, args.tasks, args.files_per_trigger)
 
     home = scratch_dir()
     with metastore(home) as hms:
@@ -204,11 +225,27 @@ def main() -> None:
                     spark, source, home / f"b-{tag}", f"b_{tag}", workload
                 ),
                 "sqlext": lambda: sqlext_sink(spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}", workload),
+                **(
+                    {
+                        "sqlext_not_overlapped": lambda: sqlext_sink(
+                            spark,
+                            catalog,
+                            hms.uri,
+                            source,
+                            home / f"d-{tag}",
+                            f"d_{tag}",
+                            workload,
+                            **{"sink.partition-commit.async": "false"},
+                        )
+                    }
+                    if args.not_overlapped_too
+                    else {}
+                ),
             }
 
         for action in variants(warmup_dir, "warmup").values():
             action()
-        seconds: dict[str, list[float]] = {"spark_file_sink": [], "spark_file_sink+msck": [], "sqlext": []}
+        seconds: dict[str, list[float]] = {name: [] for name in variants(warmup_dir, "names")}
         for repeat in range(args.repeats):
             # Rotate the order every repeat, so that no variant always runs first (or after another).
             ordered = list(variants(input_dir, f"r{repeat}").items())
@@ -226,6 +263,9 @@ def main() -> None:
     ratio_a = rates["sqlext"] / rates["spark_file_sink"]
     ratio_b = rates["sqlext"] / rates["spark_file_sink+msck"]
     print(f"sqlext / spark file sink = {ratio_a:.2f}   sqlext / (spark file sink + MSCK REPAIR) = {ratio_b:.2f}")
+    if "sqlext_not_overlapped" in rates:
+        ratio_c = rates["sqlext_not_overlapped"] / rates["spark_file_sink"]
+        print(f"sqlext with 'sink.partition-commit.async' = 'false' / spark file sink = {ratio_c:.2f}")
     path = write_result(
         workload.result_name,
         {

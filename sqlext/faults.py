@@ -2,10 +2,15 @@
 
 ``SQLEXT_FAULT=<point>[@<batch>]`` makes the driver die (``os._exit``, no cleanup, like a killed
 process) the first time it reaches ``<point>`` (in batch ``<batch>``, when given). Unset, a fault point
-costs one dictionary lookup. Points, in commit order:
+costs one dictionary lookup. With the overlapped commit (``sink.partition-commit.async``), a fault armed at one
+of the batch's background steps (:data:`BACKGROUND_POINTS`) is reached only once Spark has recorded that batch
+as done: the crash is then the one the overlap adds, of a batch Spark will not replay. Points, in commit order:
 
 ``after-stage``        Spark wrote the batch's staging files; nothing recorded yet
 ``after-plan``         the batch's plan is recorded as ``requested``
+``after-handoff``      overlapped commit (``sink.partition-commit.async``): the batch's moves and partition
+                       commit are handed to the background committer and Spark has recorded the batch as
+                       done (it will not replay it); nothing moved yet
 ``mid-move``           the first file of the batch has been moved to its partition (an overwrite: the
                        first partition swapped)
 ``after-move``         every file moved, the log still says ``inflight``
@@ -35,19 +40,36 @@ COMMIT_POINTS = (
     "after-policies",
 )
 COMPACTION_POINTS = ("after-merge", "after-switch", "mid-swap")
+#: Reached only by a batch whose move and partition commit run on the insert's background committer.
+HANDOFF_POINTS = ("after-handoff",)
+#: The points of a batch's move and partition commit: with the overlapped commit, its background steps.
+BACKGROUND_POINTS = (
+    *HANDOFF_POINTS,
+    "mid-move",
+    "after-move",
+    "after-log",
+    "between-policies",
+    "after-policies",
+    "after-report",
+)
 #: Reached only by tables with that policy or option.
 REPORT_POINTS = ("after-report",)
 EXPIRATION_POINTS = ("after-expiry-drop",)
-POINTS = COMMIT_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
+POINTS = COMMIT_POINTS + HANDOFF_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
 EXIT_CODE = 86
+
+
+def armed(names: tuple[str, ...], batch: int | None = None) -> bool:
+    """Whether ``SQLEXT_FAULT`` names one of these points (and this batch)."""
+    wanted = os.environ.get("SQLEXT_FAULT")
+    if not wanted:
+        return False
+    point, _, at_batch = wanted.partition("@")
+    return point in names and (not at_batch or batch is None or int(at_batch) == batch)
 
 
 def fault_point(name: str, batch: int | None = None) -> None:
     """Die here if ``SQLEXT_FAULT`` names this point (and this batch)."""
-    wanted = os.environ.get("SQLEXT_FAULT")
-    if not wanted:
-        return
-    point, _, at_batch = wanted.partition("@")
-    if point == name and (not at_batch or batch is None or int(at_batch) == batch):
+    if armed((name,), batch):
         print(f"sqlext: fault point '{name}' reached (batch {batch}); exiting", file=sys.stderr, flush=True)
         os._exit(EXIT_CODE)

@@ -18,6 +18,10 @@ How it differs from the ``INSERT`` path, and why:
   lateness of the table's ``WATERMARK FOR`` declaration (the sink table must declare one): the watermark
   that follows the batch's rows, as Flink's committer has it at a checkpoint.
 
+- Each batch is committed before ``commit`` returns (``sink.partition-commit.async`` does not apply): Spark runs
+  ``commit`` in a Python worker that it starts for the batch and that ends with it, and records the batch as
+  done once ``commit`` returns, so no sqlext thread lives on to commit a batch while the next is written.
+
 - One writer per table and ``pipeline.name``, and a checkpoint resumes only into the table it was written
   for: see :mod:`sqlext.jobs.writer_claim`.
 

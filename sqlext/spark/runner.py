@@ -129,10 +129,9 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
                     handle = running_insert(other)
                     if handle is not None:
                         handle.stop()  # waits for the batch being committed to finish
-            if running is not None:
-                running.wait()
-            if query is not None and query.exception() is not None:
-                failure = str(query.exception())
+            commit_failure = _commit_failure(running) if running is not None else None
+            if query is not None and (query.exception() is not None or commit_failure is not None):
+                failure = str(query.exception() or commit_failure)
                 print(f"sqlext: insert {query.name} failed: {failure}{failure_hint(failure)}", file=sys.stderr)
                 failed = True
     finally:
@@ -140,6 +139,16 @@ def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
             signal.signal(sig, handler)
         _release_checkpoints(job_ids)
     return 1 if failed else 0
+
+
+def _commit_failure(running: Any) -> Exception | None:
+    """Wait for the insert's last commits; the error of one that failed after its query's last batch (a
+    background commit, the end of input), reported as the insert's failure like a failed batch."""
+    try:
+        running.wait()
+    except Exception as exc:
+        return exc
+    return None
 
 
 def _let_inserts_end(job_ids: list[str], timeout_s: float = 30) -> None:

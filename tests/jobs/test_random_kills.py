@@ -1,7 +1,10 @@
 """Kill the driver of a streaming insert at random moments (a fixed seed: the same moments on every run), three
 times, then let it finish: every row exactly once, every partition committed once in the HMS, nothing hidden
-left in a partition. Runs on a Derby-backed and on a PostgreSQL-backed metastore; kills at each named fault
-point are in test_crash_recovery.py.
+left in a partition, every batch of the commit log completed and in the trigger state. The commit is
+overlapped (the default ``sink.partition-commit.async``): a kill lands in the background committer's moves or
+partition commit of a batch Spark recorded as done, or in the next batch's write while that commit runs. Runs
+on a Derby-backed and on a PostgreSQL-backed metastore; kills at each named fault point are in
+test_crash_recovery.py.
 """
 
 from __future__ import annotations
@@ -50,8 +53,8 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
     filesystem = RANDOM_KILL_FS[backend_metastore.backend]
     command, env = job(metastore, tmp_path, options, None, RANDOM_DB, filesystem)
     for run in range(3):
-        # Kill once the log has seen a random number of new batches, a random fraction of a second later:
-        # somewhere inside the write, the moves or the partition commit of the next batch.
+        # Kill once the log has seen a random number of new batches (a batch enters it once planned), a random
+        # fraction of a second later: somewhere inside its moves or partition commit, or the next batch's write.
         target = len(list(log.entries())) + chance.randint(1, 2)
         process = subprocess.Popen(command, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -64,4 +67,4 @@ def test_killed_at_random_moments_then_finished_gives_every_row_exactly_once(
     finished = run_job(metastore, tmp_path, options, None, RANDOM_DB, filesystem)
     assert finished.returncode == 0, finished.stderr[-3000:]
 
-    assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours, RANDOM_DB)
+    assert_table_holds_input_exactly_once(hms, tmp_path / "table", hours, RANDOM_DB, tmp_path / "checkpoint")

@@ -13,6 +13,11 @@ import pyarrow.dataset as ds
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.commit.partition_commit import trigger_state_uri
+from sqlext.connectors.filesystem.commit.trigger import TriggerState
+from sqlext.connectors.filesystem.commit_log import CommitLog, State
+from sqlext.io.fs import FileSystem
+from tests.support.sink_job import QUERY_NAME
 from tests.support.tables import assert_partitions_committed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,10 +56,11 @@ def run_job(
 
 
 def assert_table_holds_input_exactly_once(
-    hms: MetastoreClient, table_dir: Path, hours: int, database: str = "crash_db"
+    hms: MetastoreClient, table_dir: Path, hours: int, database: str = "crash_db", checkpoint: Path | None = None
 ) -> None:
     """Every input id once in the table's files, each hour committed in the HMS with true statistics, nothing
-    staged or hidden left behind."""
+    staged or hidden left behind; with ``checkpoint``, every batch of the commit log completed and taken in by
+    the saved trigger state, which holds nothing pending."""
     rows = (
         ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True)
         .to_table(columns=["id", "hr"])
@@ -68,3 +74,9 @@ def assert_table_holds_input_exactly_once(
     assert leftovers == [], "in-progress files left behind"
     hidden_in_partitions = [p for p in table_dir.glob("dt=*/hr=*/.*")]
     assert hidden_in_partitions == []
+    if checkpoint is not None:
+        states = CommitLog(FileSystem(table_dir.as_uri()), table_dir.as_uri()).states(QUERY_NAME)
+        assert set(states.values()) == {State.COMPLETED}, f"batches left unfinished: {states}"
+        state_uri = trigger_state_uri(checkpoint.as_uri())
+        state = TriggerState.from_json(FileSystem(state_uri).read_json(state_uri))
+        assert state.pending == {} and state.last_batch == max(states), "the trigger state missed a batch"

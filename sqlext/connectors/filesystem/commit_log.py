@@ -201,6 +201,10 @@ class CommitLog:
                     latest[batch] = (state, status)
         return latest
 
+    def states(self, query: str) -> dict[int, State]:
+        """The most advanced state of each batch of ``query``, from file names alone (one listing)."""
+        return {batch: state for batch, (state, _) in self._latest_states(query).items()}
+
     def entries(self, query: str | None = None) -> Iterator[LogEntry]:
         """Every entry (most advanced state per batch), by query then batch."""
         for name in [query] if query else self.queries():

@@ -363,6 +363,15 @@ COMMIT_LOG_RETAINED_BATCHES = ConfigOption(
     "checkpoint. A restart only ever needs the latest.",
     check=positive,
 )
+COMMIT_ASYNC = ConfigOption(
+    "sink.partition-commit.async",
+    BOOLEAN,
+    True,
+    "sqlext: a streaming insert moves each batch's files into place and commits its partitions on a background "
+    "committer while Spark writes the next batch, as Flink commits while the next checkpoint's data flows: one "
+    "batch at a time, in batch order, and the next batch waits when the commit falls behind. 'false': each batch "
+    "is committed before Spark starts the next. Batch mode and format('sqlext') always commit before returning.",
+)
 
 PARTITION_EXPIRATION_TIME = ConfigOption(
     "partition.expiration-time",
@@ -438,6 +447,7 @@ SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     HTTP_REPORT_PARAMS,
     COMMIT_IDLE_TIMEOUT,
     COMMIT_LOG_RETAINED_BATCHES,
+    COMMIT_ASYNC,
     TIME_EXTRACTOR_KIND,
     TIME_EXTRACTOR_CLASS,
     TIME_EXTRACTOR_PATTERN,

@@ -38,6 +38,8 @@ class SinkSettings:
     auto_compaction: bool
     compaction_file_size: int
     retained_batches: int
+    #: Whether a streaming insert commits a batch while the next one is written (``sink.partition-commit.async``).
+    commit_async: bool = True
 
     @classmethod
     def from_table(cls, table: TableDefinition) -> SinkSettings:
@@ -61,6 +63,7 @@ class SinkSettings:
             auto_compaction=options.get(fso.AUTO_COMPACTION),
             compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,
             retained_batches=options.get(fso.COMMIT_LOG_RETAINED_BATCHES),
+            commit_async=options.get(fso.COMMIT_ASYNC),
         )
 
     def __post_init__(self) -> None:

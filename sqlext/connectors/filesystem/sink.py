@@ -6,6 +6,8 @@ Spark's fastest writers (the same code as Spark's file sink, with its INT96 time
 Hive reader can read), and the batch function runs on the driver, where the commit must happen
 exactly once per batch. The watermark a batch commits with is the one that follows its rows
 (:mod:`.event_time`), else the one Spark ran it with, from Spark's offset log (see ``read_batch_info``).
+With ``sink.partition-commit.async`` (the default) ``foreachBatch`` returns once its batch is planned, and the
+insert's background committer moves and commits it while Spark writes the next batch.
 """
 
 from __future__ import annotations
@@ -66,10 +68,11 @@ class RunningInsert:
     stopped: bool = False
 
     def stop(self, batch_wait_s: float = STOP_BATCH_WAIT_S) -> None:
-        """Stop the query once the batch in progress is written and committed, so that no commit is cut
-        short. A batch still running after ``batch_wait_s`` is interrupted: safe, since the restart finishes
-        or redoes it, only noisier. Not an end of input: pending partitions stay pending and are committed
-        when the insert runs again."""
+        """Stop the query once the batch in progress is written and committed (with the overlapped commit,
+        also the batch the background committer commits), so that no commit is cut short. A batch still
+        running after ``batch_wait_s`` is interrupted: safe, since the restart finishes or redoes it, only
+        noisier. Not an end of input: pending partitions stay pending and are committed when the insert runs
+        again."""
         self.stopped = True
         if not self.committer.wait_idle(batch_wait_s):
             log.warning(
@@ -79,11 +82,13 @@ class RunningInsert:
                 batch_wait_s,
             )
         # A batch that starts between the wait and the stop is cancelled, most likely while it writes its
-        # staged files; wherever it is cut, the restart finishes or redoes it.
+        # staged files; wherever it is cut, the restart finishes or redoes it. The watcher then waits for the
+        # background committer, which may have been handed that batch.
         self.query.stop()
 
     def watch(self) -> None:
-        """Tick the committer while the query runs; on a clean end of a bounded input, commit all."""
+        """Tick the committer while the query runs; once it ended, wait for the background committer (its
+        failure is the insert's), and on a clean end of a bounded input, commit all."""
         try:
             while not query_ended(self.query, TICK_INTERVAL_S):
                 if self.committer.settings.partitioned:
@@ -98,11 +103,15 @@ class RunningInsert:
                     failure,
                     f"\n{explained}" if explained else "",
                 )
-            elif self.bounded and not self.stopped:
+                # The batch the background committer may still commit was recorded by Spark: let it finish
+                # (close() waits); its failure, if any, is what the query failed with or comes second.
+                return
+            self.committer.wait_committed()
+            if self.bounded and not self.stopped:
                 self._end_of_input()
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
-            log.error("%s: partition commit after the query failed: %s", self.committer.query_name, exc)
+            log.error("%s: committing the insert's last batch or partitions failed: %s", self.name, exc)
         finally:
             self.committer.close()
             self.finished.set()
@@ -123,9 +132,16 @@ class RunningInsert:
     def name(self) -> str:
         return self.committer.query_name
 
+    def wait_committed(self, timeout_s: float | None = None) -> bool:
+        """Wait until the batches Spark has run are committed: with the overlapped commit, a batch Spark
+        reported (``lastProgress``, ``processAllAvailable``) may still be committing. Raises the error of a
+        failed commit; False after ``timeout_s``."""
+        return self.committer.wait_committed(timeout_s)
+
     def wait(self, timeout_s: float | None = None) -> bool:
-        """Wait until the query ended and its end-of-input commit ran; re-raise a commit error (the query's
-        own failure is ``query.exception()``)."""
+        """Wait until the query ended and its last commits ran; re-raise a commit error that failed no batch of
+        the query (a background commit after its last batch, the end-of-input commit; the query's own failure
+        is ``query.exception()``)."""
         done = self.finished.wait(timeout_s)
         if self.error is not None:
             raise self.error
@@ -169,6 +185,13 @@ class FileSystemSink(TableSink):
         committer = self._committer(plan)
         checkpoint_fs = FileSystem(plan.checkpoint_location)
 
+        def recorded(batch_id: int) -> bool:
+            """Whether Spark recorded the batch as done (in its checkpoint's commit log): it will not replay it."""
+            return checkpoint_fs.exists(join(plan.checkpoint_location, "commits", str(batch_id)))
+
+        # Before the query starts: what a crashed run left is recovered first, in the background.
+        committer.commit_in_background(self.settings.commit_async, recorded)
+
         def on_batch(batch: DataFrame, batch_id: int) -> None:
             info = read_batch_info(checkpoint_fs, plan.checkpoint_location, batch_id)
             rows = plan.batch_rows(batch) if plan.batch_rows else batch
@@ -184,7 +207,11 @@ class FileSystemSink(TableSink):
             writer = writer.trigger(availableNow=True)
         elif plan.trigger_interval:
             writer = writer.trigger(processingTime=plan.trigger_interval)
-        query = writer.start()
+        try:
+            query = writer.start()
+        except BaseException:
+            committer.close()  # the recovery finishes before the caller gives up the checkpoint
+            raise
         running = RunningInsert(query, committer, plan.available_now)
         RUNNING[str(query.id)] = running
         threading.Thread(target=running.watch, name=f"sqlext-{plan.query_name}", daemon=True).start()

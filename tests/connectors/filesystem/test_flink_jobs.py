@@ -417,8 +417,8 @@ def _wait_flink_settled(runs: Runs, checkpoints: Path, rows: int) -> None:
 
 
 def _wait_sqlext_settled(runs: Runs, queries: dict[str, Any], rows: int) -> None:
-    """Every row so far is in every sink's partition dirs, and the batch that moved them has ended (its
-    commit policies ran before Spark reported its progress)."""
+    """Every row so far is in every sink's partition dirs, and the batch that moved them has ended and is
+    committed (with the overlapped commit, its policies may run after Spark reported its progress)."""
     for sink in runs.sinks:
         running = queries[sink.name]
         wait_for(lambda s=sink: sum(runs.landing("sqlext", s).rows.values()) >= rows, 120, what=f"rows in {sink.name}")
@@ -430,6 +430,7 @@ def _wait_sqlext_settled(runs: Runs, queries: dict[str, Any], rows: int) -> None
             120,
             what=f"sqlext batch {last} of {sink.name}",
         )
+        assert running.wait_committed(120), f"sqlext batch {last} of {sink.name} still committing"
         assert running.query.exception() is None
 
 

@@ -11,10 +11,21 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    (``MOVE_THREADS`` at a time: its one rename by sqlext, so two in all with the task commit's), then
    ``N.completed`` is recorded and the staging directory removed;
 4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
-   the commit policies in order; the trigger state is saved in the query checkpoint and the
-   committed partitions are added to ``N.completed``.
+   the commit policies in order; the trigger state, which also records ``N`` as the latest batch whose
+   partitions it took in, is saved in the query checkpoint and the committed partitions are added to
+   ``N.completed``.
 
-Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had not returned):
+**The overlapped commit** (a streaming insert with ``sink.partition-commit.async``, the default): steps 3-4
+of batch ``N`` run on the insert's background committer (:mod:`.background`), and ``foreachBatch`` returns
+once ``N`` is planned, so Spark writes batch ``N+1`` (step 1) while ``N`` is moved and committed, as Flink
+commits a checkpoint while the next one's data flows. Batch ``N+1`` is planned (step 2) only once ``N``'s
+commit has finished, so the log orders every batch as before and at most one batch's commit is outstanding:
+a stream whose commits fall behind waits in ``foreachBatch``. The insert's stop, its end of input and its
+5-second tick wait for the outstanding commit. Without it (``'false'``), and always in batch mode and for
+``format("sqlext")``, ``foreachBatch`` (or the writer's commit) returns once step 4 is done.
+
+Failure cases and what a restart does (Spark replays batch ``N`` when its ``foreachBatch`` had not returned;
+with the overlapped commit that is up to step 2, without it up to step 4):
 
 - a task attempt that fails, or loses to a speculative twin: its files stay in Spark's hidden
   ``_temporary`` attempt dir, never renamed into staging (one attempt per task may commit), and go with
@@ -27,6 +38,22 @@ Failure cases and what a restart does (Spark replays batch ``N`` when step 4 had
   crash came before that); it runs step 4 again;
 - crash during 4: policies are idempotent, so partitions committed before the crash are committed
   again (same HMS partition, same statistics, same success file) and the rest for the first time.
+
+The overlapped commit adds the crashes after Spark recorded ``N`` as done, which Spark does not replay. Before
+anything else (before its first batch is planned, and before its end of input when no batch comes), the
+restart's background committer recovers from the commit log (:meth:`BatchCommitter.recover`):
+
+- crash after 2 or during 3 of a recorded batch (``requested``/``inflight``): the moves are finished from
+  the plan, then step 4 runs with the watermark the entry recorded;
+- crash after 3 or during 4 of a recorded batch, before the trigger state took in its partitions (the
+  state's latest batch is older than ``N``): its partitions are added from the log entry and step 4 runs,
+  committing them again or for the first time, as above;
+- crash while ``N+1`` is written or planned, ``N``'s commit cut short: ``N`` is recovered as above, then
+  Spark replays ``N+1``; its plan is written only after ``N``'s commit finished, so the replay finds no
+  entry of it and writes it again, or (crash after its plan) finds its entry once the recovery is done;
+- a commit that fails (an error, not a crash): the insert fails with that error at its next batch (whose
+  ``foreachBatch`` raises it, so Spark does not record that batch), or at its stop or end of input; no
+  later batch is planned or committed, and the restart recovers ``N`` as after a crash.
 
 So every row is visible exactly once, and every partition is committed at least once and in the
 HMS exactly once. A batch is never half-visible to HMS readers: partitions appear in the HMS only in
@@ -43,7 +70,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlext import listeners
+from sqlext import faults, listeners
+from sqlext.connectors.filesystem.commit.background import BackgroundCommits
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
@@ -62,13 +90,16 @@ log = logging.getLogger("sqlext.commit")
 
 #: How many files of a batch are moved at once (each move is a copy on an object store).
 MOVE_THREADS = 8
+#: How long a fault point of the overlapped steps waits for Spark to record its batch (crash tests only).
+RECORD_WAIT_S = 120.0
 
 
 class BatchCommitter:
     """Commits the batches of one writing query into one table. One per running query, on the driver.
 
     It drives the protocol; :class:`BatchPlanner` stages and plans a batch (steps 1-2), :class:`BatchMover`
-    moves its files (step 3), :class:`PartitionCommitter` commits its partitions (step 4)."""
+    moves its files (step 3), :class:`PartitionCommitter` commits its partitions (step 4). A streaming insert's
+    committer runs steps 3-4 on its background committer (:meth:`commit_in_background`)."""
 
     def __init__(
         self,
@@ -83,7 +114,14 @@ class BatchCommitter:
         self.fs = FileSystem(settings.path)
         self.log = CommitLog(self.fs, settings.path)
         self._row_counts: dict[str, int] = {}
+        #: Held while the commit state (log, trigger, files in the table) changes: by a batch's plan, its
+        #: moves and partition commit, and a tick.
         self._lock = threading.RLock()
+        #: Held while a batch is in :meth:`process` (Spark's ``foreachBatch``).
+        self._in_batch = threading.Lock()
+        self._background: BackgroundCommits | None = None
+        self._overlap = False
+        self._batch_recorded: Callable[[int], bool] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self.schema_watch = SchemaWatch(settings.table, query_name, metastore_uri)
         self._partitions = PartitionCommitter(
@@ -117,6 +155,16 @@ class BatchCommitter:
 
     # -- the protocol ----------------------------------------------------------------------------
 
+    def commit_in_background(self, overlap: bool, batch_recorded: Callable[[int], bool]) -> None:
+        """Run the moves and partition commits of this insert's batches on its background committer, beginning
+        with :meth:`recover`. ``overlap``: :meth:`process` returns once its batch is planned, and the batch is
+        committed while Spark writes the next (else once it is committed). ``batch_recorded(N)``: whether
+        Spark has recorded batch ``N`` as done (a fault point of the overlapped steps waits for it)."""
+        self._background = BackgroundCommits(self.query_name)
+        self._overlap = overlap
+        self._batch_recorded = batch_recorded
+        self._background.submit(self.recover, "recovering the batches a crashed run left unfinished")
+
     def process_batch(
         self,
         rows: DataFrame,
@@ -149,33 +197,71 @@ class BatchCommitter:
         end_watermark: Callable[[], int | None] | None = None,
     ) -> LogEntry:
         """The protocol for a batch whose files ``stage`` writes (or has written) into hidden staging
-        locations; ``stage`` is called only when the commit log has no record of the batch. The batch's
-        partitions are committed with the watermark its log entry records: the one after its rows when
-        ``end_watermark`` knows it (recorded before any file moves, so a replay decides the same), else
-        the one Spark ran it with."""
-        with self._lock:
+        locations; ``stage`` is called only when the commit log has no record of the batch, and runs while
+        the background committer still commits the previous batch. The batch's partitions are committed
+        with the watermark its log entry records: the one after its rows when ``end_watermark`` knows it
+        (recorded before any file moves, so a replay decides the same), else the one Spark ran it with.
+        Returns the batch's entry as planned: with the overlapped commit, its moves and partition commit
+        may still be running."""
+        with self._in_batch:
             started = time.monotonic()
             entry = self.log.get(self.query_name, batch_id)
+            if entry is not None:
+                # A replay: the background committer may be finishing this very batch (a restart's recovery).
+                self.wait_committed()
+                entry = self.log.get(self.query_name, batch_id)
             written = started
             if entry is None:
                 staged = stage()
                 written = time.monotonic()
                 fault_point("after-stage", batch_id)
                 info = _after_rows(info, end_watermark() if end_watermark else None)
-                entry = self._planner.plan(batch_id, staged, info)
-                entry.pending_partitions = sorted(self.trigger.state.pending)
-                entry.operation = "overwrite" if overwrite else "append"
-                entry.final = final
-                self.log.write(entry)
+                # Back-pressure and order: planned only once the previous batch is committed.
+                self.wait_committed()
+                with self._lock:
+                    entry = self._planner.plan(batch_id, staged, info)
+                    entry.pending_partitions = sorted(self.trigger.state.pending)
+                    entry.operation = "overwrite" if overwrite else "append"
+                    entry.final = final
+                    self.log.write(entry)
                 fault_point("after-plan", batch_id)
             elif entry.state is State.COMPLETED:
                 self._check_same_mode(entry, final)
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
                 # A crash between recording `completed` and removing the staging dir leaves the dir behind.
                 self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+            if self._background is None:
+                self._finish(entry, final, started, written)
+            else:
+                planned = entry
+                self._background.submit(
+                    lambda: self._finish(planned, final, started, written, handed_off=True),
+                    f"the commit of batch {batch_id}",
+                )
+                if not self._overlap:
+                    self.wait_committed()
+            return entry
+
+    def _finish(self, planned: LogEntry, final: bool, started: float, written: float, handed_off: bool = False) -> None:
+        """Steps 3-4 of a planned batch: move its files unless the log says ``completed``, commit its
+        partitions. ``started``, ``written``: when its write began and ended (monotonic clock);
+        ``handed_off``: run by the background committer for :meth:`process`."""
+        batch = planned.batch
+        if handed_off and self._overlap and faults.armed(faults.BACKGROUND_POINTS, batch):
+            self._await_spark_record(batch)
+        with self._lock:
+            began = time.monotonic()
+            # Read again when handed off: a tick may have recorded its commits on the entry meanwhile.
+            entry = self.log.get(self.query_name, batch) if handed_off else planned
+            if entry is None:
+                raise CommitError(
+                    f"Batch {batch} of '{self.query_name}' is no longer in the commit log of {self.settings.path}"
+                )
+            if handed_off:
+                fault_point("after-handoff", batch)
             if entry.state is not State.COMPLETED:
                 self._mover.move(entry)
-                fault_point("after-log", batch_id)
+                fault_point("after-log", batch)
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             if listeners.listening():
@@ -185,19 +271,64 @@ class BatchCommitter:
                 "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
                 "totals: %d batches, %d rows%s, %d files, %d partition commits",
                 self.query_name,
-                batch_id,
+                batch,
                 entry.rows if entry.rows_known else "an uncounted number of",
                 len(entry.files),
                 self.settings.path,
                 ", ".join(committed) or "none",
-                time.monotonic() - started,
+                time.monotonic() - began,
                 self.progress.batches,
                 self.progress.rows,
                 "" if self.progress.rows_known else " (and uncounted ones)",
                 self.progress.files,
                 self.progress.partitions_committed,
             )
-            return entry
+
+    def _await_spark_record(self, batch: int) -> None:
+        """For crash tests: let Spark record ``batch`` as done before a fault point of its overlapped steps,
+        so that the crash is of a batch Spark will not replay (bounded: the fault is reached anyway)."""
+        recorded = self._batch_recorded
+        deadline = time.monotonic() + RECORD_WAIT_S
+        while recorded is not None and not recorded(batch) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def recover(self) -> list[int]:
+        """Finish what a crashed (or stopped) run left to its background committer; return those batches.
+
+        Spark does not replay a batch whose ``foreachBatch`` returned, which with the overlapped commit is
+        before its files moved and its partitions were committed. So this query's batches in the log that
+        are not ``completed`` are moved from their plans, and those the trigger state has not taken in (newer
+        than its latest batch) get their partitions added and committed with their own watermark. Entries of
+        a batch-mode insert (only old logs hold them under a streaming name) are left to :meth:`process`."""
+        with self._lock:
+            last_added = self.trigger.state.last_batch
+            recover = [
+                batch
+                for batch, state in sorted(self.log.states(self.query_name).items())
+                if state is not State.COMPLETED
+                or (self.settings.partitioned and last_added is not None and batch > last_added)
+            ]
+            finished = []
+            for batch in recover:
+                entry = self.log.get(self.query_name, batch)
+                if entry is None or entry.final:
+                    continue
+                log.warning(
+                    "%s: finishing batch %d, which an earlier run left %s%s",
+                    self.query_name,
+                    batch,
+                    entry.state,
+                    "" if entry.state is not State.COMPLETED else " with its partitions not yet committed",
+                )
+                now = time.monotonic()
+                self._finish(entry, False, now, now)
+                finished.append(batch)
+            return finished
+
+    def wait_committed(self, timeout_s: float | None = None) -> bool:
+        """Wait until what the background committer runs is done; raise the failure of a background commit
+        (every time: nothing is committed after a batch whose commit failed); False after ``timeout_s``."""
+        return self._background is None or self._background.wait(timeout_s)
 
     def _check_same_mode(self, entry: LogEntry, final: bool) -> None:
         """A streaming batch must not take a batch-mode insert's entry for its own replay, or its rows are lost.
@@ -262,22 +393,37 @@ class BatchCommitter:
         return self._partitions.commit_partitions(entry, watermark_ms, end_of_input)
 
     def end_of_input(self) -> list[str]:
-        """Commit every pending partition (Flink's end-of-input rule for bounded inserts); see
-        :meth:`PartitionCommitter.end_of_input`."""
+        """Once the last batch is committed, commit every pending partition (Flink's end-of-input rule for
+        bounded inserts); see :meth:`PartitionCommitter.end_of_input`."""
+        self.wait_committed()
         return self._partitions.end_of_input()
 
     def tick(self) -> list[str]:
-        """Commit what is ready without a batch (idle timeout, process-time delays passing)."""
+        """Commit what is ready without a batch (idle timeout, process-time delays passing); nothing after a
+        background commit failed (the insert fails with it at its next batch, stop or end of input)."""
+        if self._background is not None and self._background.failed:
+            return []
         return self._partitions.tick()
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """Wait until no batch is being written or committed and no tick commits; False after ``timeout_s``."""
-        if not self._lock.acquire(timeout=timeout_s):
+        """Wait until no batch is being written or committed (also by the background committer) and no tick
+        commits; False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        if not self._in_batch.acquire(timeout=timeout_s):
+            return False
+        self._in_batch.release()
+        if self._background is not None and not self._background.idle(max(0.0, deadline - time.monotonic())):
+            return False
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             return False
         self._lock.release()
         return True
 
     def close(self) -> None:
+        """Wait for the background committer's work (its failure is :meth:`wait_committed`'s to raise), then
+        release the committer's threads and metastore connection."""
+        if self._background is not None:
+            self._background.close()
         self._partitions.close()
         listeners.report_stopped(self.insert)
         if self._pool is not None:

@@ -1,8 +1,9 @@
 """Step 4 of the commit protocol (:mod:`.committer`): a batch's partitions join the trigger's pending set,
 and the ready ones are compacted (``auto-compaction``) and committed by the commit policies in order.
 
-The trigger state (pending partitions, event-time high mark) is kept in the query checkpoint; a metastore
-that does not answer leaves the ready partitions pending, retried at the next batch or tick.
+The trigger state (pending partitions, event-time high mark, the latest batch it took in) is kept in the
+query checkpoint; a metastore that does not answer leaves the ready partitions pending, retried at the next
+batch or tick.
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class PartitionCommitter:
             began, now_ms = time.monotonic(), int(time.time() * 1000)
             late_rows = self._late_rows(entry) if listeners.listening() else 0
             if entry is not None:
-                self.trigger.add(entry.partitions.items(), entry.batch_time_ms or now_ms, arrived_ms=now_ms)
+                self.trigger.add(
+                    entry.partitions.items(), entry.batch_time_ms or now_ms, arrived_ms=now_ms, batch=entry.batch
+                )
             ready = self.trigger.all_pending() if end_of_input else self.trigger.ready(watermark_ms, now_ms)
             compactions, unavailable = 0, False
             if ready:

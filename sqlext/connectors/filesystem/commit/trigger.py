@@ -1,9 +1,11 @@
 """Partition commit triggers (Flink's ``PartitionCommitTrigger``): which pending partitions are ready.
 
-A trigger keeps the partitions written but not yet committed, with the time each was first seen.
-Its state is a JSON document persisted in the query checkpoint after every batch and restored on
-restart; committed partitions leave it, so it holds only what is pending and does not grow with
-the age of the query.
+A trigger keeps the partitions written but not yet committed, with the time each was first seen, and
+the latest batch whose partitions it took in. Its state is a JSON document persisted in the query
+checkpoint after every batch and restored on restart; committed partitions leave it, so it holds only
+what is pending and does not grow with the age of the query. A batch of the commit log newer than the
+state's batch has partitions the state does not hold yet (a crash cut its commit short): the restart adds
+them (see :mod:`.committer`).
 
 - ``process-time``: ready when the wall clock is past first-seen + delay (delay 0: at the batch that
   wrote it).
@@ -41,18 +43,23 @@ class PendingPartition:
 
 @dataclass
 class TriggerState:
-    """What a trigger persists: pending partitions, when data last arrived, and (for writers that
-    track event time themselves) the largest event time seen."""
+    """What a trigger persists: pending partitions, when data last arrived, (for writers that track event
+    time themselves) the largest event time seen, and the latest batch whose partitions it took in."""
 
     pending: dict[str, PendingPartition] = field(default_factory=dict)
     last_data_ms: int = 0
     max_event_ms: int = 0
+    #: The latest batch whose partitions were added (pending still, or committed since); -1: none yet; None:
+    #: not known (a state saved by a sqlext that did not record it, which committed every batch before Spark
+    #: recorded it: then every completed batch of the log was added).
+    last_batch: int | None = -1
 
     def to_json(self) -> dict[str, Any]:
         return {
             "version": 1,
             "last_data_ms": self.last_data_ms,
             "max_event_ms": self.max_event_ms,
+            "last_batch": self.last_batch,
             "pending": [
                 {"path": p.path, "values": p.values, "first_seen_ms": p.first_seen_ms}
                 for p in sorted(self.pending.values(), key=lambda p: p.path)
@@ -65,7 +72,13 @@ class TriggerState:
             entry["path"]: PendingPartition(entry["path"], list(entry["values"]), int(entry["first_seen_ms"]))
             for entry in data.get("pending", [])
         }
-        return cls(pending, int(data.get("last_data_ms", 0)), int(data.get("max_event_ms", 0)))
+        last_batch = data.get("last_batch")
+        return cls(
+            pending,
+            int(data.get("last_data_ms", 0)),
+            int(data.get("max_event_ms", 0)),
+            None if last_batch is None else int(last_batch),
+        )
 
 
 class PartitionCommitTrigger(ABC):
@@ -75,10 +88,19 @@ class PartitionCommitTrigger(ABC):
         self.delay = delay
         self.state = state or TriggerState()
 
-    def add(self, partitions: Iterable[tuple[str, Sequence[str]]], now_ms: int, arrived_ms: int | None = None) -> None:
+    def add(
+        self,
+        partitions: Iterable[tuple[str, Sequence[str]]],
+        now_ms: int,
+        arrived_ms: int | None = None,
+        batch: int | None = None,
+    ) -> None:
         """Record partitions written by a batch that started at ``now_ms`` (their first-seen time; a re-add
         keeps the first) and whose data reached the committer at ``arrived_ms`` (default ``now_ms``): the
-        idle timeout counts from there, so a batch that ran longer than the timeout is not idle itself."""
+        idle timeout counts from there, so a batch that ran longer than the timeout is not idle itself.
+        ``batch``: the batch that wrote them, remembered as the state's :attr:`TriggerState.last_batch`."""
+        if batch is not None:
+            self.state.last_batch = max(batch, -1 if self.state.last_batch is None else self.state.last_batch)
         for path, values in partitions:
             if path not in self.state.pending:
                 self.state.pending[path] = PendingPartition(path, list(values), now_ms)
