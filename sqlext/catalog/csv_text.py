@@ -283,11 +283,15 @@ class CsvTextForm:
         plain, fields = self.split(lines, len(types))
         return self.typed(plain, fields, types)
 
-    def split(self, lines: SparkColumn, count: int) -> tuple[SparkColumn, SparkColumn]:
+    def split(
+        self, lines: SparkColumn, count: int, accepted: tuple[int, int] | None = None
+    ) -> tuple[SparkColumn, SparkColumn]:
         """(whether a line is plain, its raw fields) of ``lines`` (text). A line with another number of fields
-        than ``count`` fails the read, unless ``ignore_parse_errors`` (:meth:`typed` then skips it). A plain line
-        has no escape, quote or line break character (most lines): it is split at its delimiters, in a
-        fraction of the time of the field regex."""
+        than ``count`` fails the read, unless ``ignore_parse_errors`` (:meth:`typed` then skips it). ``accepted``:
+        the fewest and most fields a line may hold instead (a table whose columns changed: a missing last field
+        reads NULL, one past the last column is not read, as in Hive's SerDe). A plain line has no escape, quote
+        or line break character (most lines): it is split at its delimiters, in a fraction of the time of the
+        field regex."""
         from pyspark.sql import functions as F
 
         specials = "".join(_regex_char(c) for c in (self.escape, "\n", "\r", *([self.quote] if self.quote else [])))
@@ -296,21 +300,27 @@ class CsvTextForm:
         matched = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
         fields = F.when(plain, split).otherwise(matched)
         if not self.ignore_parse_errors:
-            message = F.concat(F.lit(f"csv line without {count} fields: "), F.substring(lines, 1, 200))
-            fields = F.when(F.size(fields) == F.lit(count), fields).otherwise(F.raise_error(message))
+            fewest, most = accepted or (count, count)
+            expected = str(count) if fewest == most else f"{fewest} to {most}"
+            message = F.concat(F.lit(f"csv line without {expected} fields: "), F.substring(lines, 1, 200))
+            fields = F.when(_sized(fields, count, accepted), fields).otherwise(F.raise_error(message))
         return plain, fields
 
     def typed(
-        self, plain: SparkColumn, fields: SparkColumn, types: Sequence[tuple[str, str]]
+        self,
+        plain: SparkColumn,
+        fields: SparkColumn,
+        types: Sequence[tuple[str, str]],
+        accepted: tuple[int, int] | None = None,
     ) -> tuple[list[SparkColumn], SparkColumn | None]:
         """The typed fields of :meth:`split`'s ``plain`` and ``fields``, one per ``types`` entry ((name, Spark
         type)), and, with ``ignore_parse_errors``, whether the line parsed (else None). A field that is not of
         its type fails the read; with ``ignore_parse_errors`` the line is to be skipped instead (Flink drops
         such a row), as is a line with another number of fields. An empty field is NULL in a column that is
-        not a string or bytes (Flink's csv writes NULL so)."""
+        not a string or bytes (Flink's csv writes NULL so). ``accepted``: as :meth:`split`'s."""
         from pyspark.sql import functions as F
 
-        parsed = F.size(fields) == F.lit(len(types))
+        parsed = _sized(fields, len(types), accepted)
         columns = []
         # A plain line's fields are cast as they are: the same values as unquoting and unescaping give.
         # Whether a line parsed is built only where it is used: as a large expression, Spark's analysis of
@@ -325,7 +335,9 @@ class CsvTextForm:
             columns.append(F.when(plain, plain_column).otherwise(full_column).alias(name))
             if self.ignore_parse_errors:
                 is_null = F.when(plain, plain_null).otherwise(full_null)
-                parsed = parsed & (is_null | F.when(plain, plain_value).otherwise(full_value).isNotNull())
+                # A field past a short line's end (a column added since it was written) is NULL, and fine.
+                value = F.when(plain, plain_value).otherwise(full_value)
+                parsed = parsed & (raw.isNull() | is_null | value.isNotNull())
         return columns, parsed if self.ignore_parse_errors else None
 
     def _typed_plain(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
@@ -440,3 +452,12 @@ def utc_text(value: SparkColumn, pattern: str | None = None) -> SparkColumn:
 
     utc = F.to_utc_timestamp(value, F.current_timezone())
     return F.concat(utc.cast("string") if pattern is None else F.date_format(utc, pattern), F.lit("Z"))
+
+
+def _sized(fields: SparkColumn, count: int, accepted: tuple[int, int] | None) -> SparkColumn:
+    """Whether a line's ``fields`` are as many as ``count``, or within ``accepted`` (fewest, most)."""
+    from pyspark.sql import functions as F
+
+    if accepted is None:
+        return F.size(fields) == F.lit(count)
+    return F.size(fields).between(*accepted)

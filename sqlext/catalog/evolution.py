@@ -36,6 +36,10 @@ from sqlext.table import Column, TableDefinition
 #: Table parameter: the columns dropped from the table, whose values old files still hold (JSON list of
 #: ``{"name", "type"}``, in the order dropped).
 RETIRED_COLUMNS = "sqlext.retired-columns"
+#: Table parameter of a table read by position (csv) whose columns changed: the fewest and the most fields a
+#: line of its files may hold (``"fewest,most"``), so that sqlext's source reads old lines as Hive's SerDe does.
+#: Absent: every line holds exactly the table's number of data columns (Flink's csv rule).
+FILE_FIELDS = "sqlext.file-fields"
 #: Formats whose readers find a column by its position in a record (the others: by its name).
 BY_POSITION = ("csv",)
 BY_NAME = ("parquet", "orc", "json")
@@ -75,6 +79,30 @@ def retired_columns(parameters: Mapping[str, str] | None) -> list[dict[str, str]
     """The dropped columns a table records (see :data:`RETIRED_COLUMNS`)."""
     raw = (parameters or {}).get(RETIRED_COLUMNS)
     return list(json.loads(raw)) if raw else []
+
+
+def file_fields(parameters: Mapping[str, str] | None) -> tuple[int, int] | None:
+    """The fewest and most fields a line of the table's files may hold (see :data:`FILE_FIELDS`); None when
+    the table never changed its columns."""
+    raw = (parameters or {}).get(FILE_FIELDS)
+    if not raw:
+        return None
+    fewest, most = (int(part) for part in raw.split(","))
+    return fewest, most
+
+
+def file_fields_after(
+    previous: TableDefinition, updated: TableDefinition, recorded: tuple[int, int] | None
+) -> tuple[int, int] | None:
+    """:data:`FILE_FIELDS` after a change from ``previous`` to ``updated``: the files written before hold
+    ``recorded`` fields (or as many as ``previous`` has data columns), those written after as many as ``updated``
+    has. None for a table read by name, or when every line still holds exactly the table's columns."""
+    if previous.connector != "filesystem" or previous.options.get("format") not in BY_POSITION:
+        return recorded
+    before, after = len(previous.data_columns), len(updated.data_columns)
+    fewest, most = recorded or (before, before)
+    fewest, most = min(fewest, after), max(most, after)
+    return None if fewest == most == after else (fewest, most)
 
 
 def check_files_follow(

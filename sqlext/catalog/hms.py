@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from hmsclient.genthrift.hive_metastore import ttypes
 
-from sqlext.catalog.evolution import RETIRED_COLUMNS, check_files_follow, retired_columns
+from sqlext.catalog.evolution import (
+    FILE_FIELDS,
+    RETIRED_COLUMNS,
+    check_files_follow,
+    file_fields,
+    file_fields_after,
+    retired_columns,
+)
 from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.errors import MetastoreError, TableExistsError, TableNotFoundError, ValidationError
@@ -240,6 +247,11 @@ class Catalog:
         }
         if retired:
             table.parameters[RETIRED_COLUMNS] = json.dumps(retired)
+        fields = file_fields_after(current, updated, file_fields(existing.parameters))
+        if fields is not None:
+            table.parameters[FILE_FIELDS] = ",".join(map(str, fields))
+        else:
+            table.parameters.pop(FILE_FIELDS, None)
         try:
             self.client.alter_table_cascade(ident.database, ident.name, table)
         except (ttypes.InvalidOperationException, ttypes.MetaException) as exc:
@@ -304,7 +316,8 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     )
     kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
     parameters = {**kept, **definition_parameters(table)}
-    for key in (TABLE_ID, RETIRED_COLUMNS):  # what the table records of its past, which its definition does not
+    # What the table records of its past, which its definition does not.
+    for key in (TABLE_ID, RETIRED_COLUMNS, FILE_FIELDS):
         if existing and key in (existing.parameters or {}):
             parameters[key] = existing.parameters[key]
     return ttypes.Table(
@@ -393,4 +406,5 @@ def from_hms(table: ttypes.Table) -> TableDefinition:
         watermark=watermark,
         primary_key=tuple(json.loads(params.get(f"{PARAM_PREFIX}primary-key", "[]"))),
         comment=params.get("comment"),
+        extra={FILE_FIELDS: params[FILE_FIELDS]} if FILE_FIELDS in params else {},
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sqlext.catalog.evolution import check_files_follow
+from sqlext.catalog.evolution import check_files_follow, file_fields, file_fields_after
 from sqlext.errors import ValidationError
 from sqlext.sql.parser import parse_statement
 from sqlext.sql.schema_change import apply_change
@@ -91,3 +91,24 @@ def test_computed_columns_and_other_connectors_change_only_the_definition() -> N
     table = _table("csv", connector="datagen")
     _follow(table, "RENAME b TO bee")
     _follow(table, "DROP a")
+
+
+def test_a_csv_table_records_the_field_counts_its_lines_may_hold_after_each_change() -> None:
+    table = _table("csv")
+    added, _ = _follow(table, "ADD d BIGINT")
+    assert file_fields_after(table, added, None) == (3, 4)  # old lines: 3 fields, new ones: 4
+    twice, _ = _follow(added, "ADD e BIGINT")
+    assert file_fields_after(added, twice, (3, 4)) == (3, 5)
+    dropped, _ = _follow(twice, "DROP e")
+    assert file_fields_after(twice, dropped, (3, 5)) == (3, 5)  # lines of 5 fields stay: the last is not read
+    renamed, _ = _follow(table, "RENAME b TO bee")
+    assert file_fields_after(table, renamed, None) is None  # every line still holds the table's 3 columns
+    assert file_fields({"sqlext.file-fields": "3,5"}) == (3, 5)
+    assert file_fields({}) is None
+
+
+@pytest.mark.parametrize("fmt", BY_NAME)
+def test_tables_read_by_name_record_no_field_counts(fmt: str) -> None:
+    table = _table(fmt)
+    added, _ = _follow(table, "ADD d BIGINT")
+    assert file_fields_after(table, added, None) is None

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.csv_text import unescape_field_delimiter
+from sqlext.catalog.evolution import file_fields
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.incremental.plan import RowRanges
 from sqlext.connectors.filesystem.incremental.window import Window
@@ -217,9 +218,11 @@ def _read_csv_text(
     if form.allow_comments:
         lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
     kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]
-    plain, fields = form.split(F.col("value"), len(data))
+    # A table whose columns changed holds lines of its older column counts (ALTER TABLE: schema evolution).
+    accepted = file_fields(table.extra)
+    plain, fields = form.split(F.col("value"), len(data), accepted)
     lines = lines.select(plain.alias("__sqlext_plain"), fields.alias("__sqlext_fields"), *kept)
-    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data)
+    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data, accepted)
     others = [
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns

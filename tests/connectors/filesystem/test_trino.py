@@ -6,6 +6,7 @@ test session) with a Hive catalog on the session's metastore.
 - a partition only once it is committed (a streaming insert with a partition-time trigger), with its
   ``numRows`` as Trino's statistics;
 - under a Hive 4 metastore too: a committed partition is visible to Trino and Spark, statistics right;
+- old partitions after ``ALTER TABLE`` added a column and widened four, by the new columns;
 - the ORC edge cases on which readers disagree (dates before the Gregorian switch, a timestamp in the last
   second before 1970), read by Spark, Hive's SerDe, Trino and pyarrow.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -227,6 +229,37 @@ def test_a_partition_committed_under_hive4_is_read_by_trino_and_spark_with_its_s
     read = spark_own_sql(spark)
     by_spark = {p.values[1]: read(f"SELECT * FROM parquet.`{p.sd.location}`").count() for p in partitions}
     assert by_spark == {"00": 60, "01": 60}
+
+
+#: Rows written before the ALTER (id, score, amount, name, dt) and one after it (with its note).
+EVOLVED_OLD = [(1, 1.5, "12.34", "a", "2026-01-01"), (2, 2.5, "56.78", "b", "2026-01-02")]
+EVOLVED_NEW = (3_000_000_000, 3.25, "1234567890.12", "a longer name", "late note", "2026-01-03")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_trino_reads_old_partitions_by_the_columns_an_alter_added_and_widened(
+    session: Path, spark: Any, trino: TrinoServer, fmt: str
+) -> None:
+    """Schema evolution (docs/schema-evolution.md) as Trino reads it: two partitions committed, then a column
+    added last and four widened (INT -> BIGINT, FLOAT -> DOUBLE, DECIMAL(10, 2) -> DECIMAL(12, 2),
+    VARCHAR(10) -> VARCHAR(20)) on the table and every partition, then a partition with the new columns."""
+    table = f"{DB}.evolved_{fmt}"
+    spark.sql(
+        f"CREATE TABLE {table} (id INT, score FLOAT, amount DECIMAL(10, 2), name VARCHAR(10), dt STRING) "
+        f"PARTITIONED BY (dt) WITH ('connector' = 'filesystem', 'path' = '{(session / table).as_uri()}', "
+        f"'format' = '{fmt}')"
+    )
+    values = ", ".join(f"({i}, CAST({s} AS FLOAT), {a}BD, '{n}', '{d}')" for i, s, a, n, d in EVOLVED_OLD)
+    _insert_batch(spark, f"INSERT INTO {table} SELECT * FROM VALUES {values} AS v(id, score, amount, name, dt)")
+    spark.sql(f"ALTER TABLE {table} ADD (note STRING AFTER name)")
+    spark.sql(f"ALTER TABLE {table} MODIFY (id BIGINT, score DOUBLE, amount DECIMAL(12, 2), name VARCHAR(20))")
+    i, s, a, n, note, d = EVOLVED_NEW
+    _insert_batch(spark, f"INSERT INTO {table} SELECT {i}, {s}D, {a}BD, '{n}', '{note}', '{d}'")
+
+    rows = trino.query(f"SELECT id, score, amount, name, note, dt, typeof(id), typeof(amount) FROM {table}")
+    old = [(i, s, Decimal(a), n, None, d) for i, s, a, n, d in EVOLVED_OLD]
+    assert sorted(tuple(row[:6]) for row in rows) == [*old, (i, s, Decimal(a), n, note, d)]
+    assert {tuple(row[6:]) for row in rows} == {("bigint", "decimal(12,2)")}
 
 
 # Edge cases on which readers of ORC disagree: dates before the Gregorian calendar began (1582-10-15), and
