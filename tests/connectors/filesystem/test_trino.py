@@ -5,7 +5,7 @@ test session) with a Hive catalog on the session's metastore.
   (:mod:`tests.support.interop`), compared value by value with what was written;
 - a partition only once it is committed (a streaming insert with a partition-time trigger), with its
   ``numRows`` as Trino's statistics;
-- under a Hive 4 metastore too: a committed partition is visible to Trino and Spark, statistics right;
+- under Hive 3.1 and 4 metastores too: a committed partition is visible to Trino and Spark, statistics right;
 - old partitions after ``ALTER TABLE`` added a column and widened four, by the new columns;
 - the ORC edge cases on which readers disagree (dates before the Gregorian switch, a timestamp in the last
   second before 1970), read by Spark, Hive's SerDe, Trino and pyarrow.
@@ -202,13 +202,17 @@ def test_trino_sees_a_partition_only_once_sqlext_committed_it(
         query.stop()
 
 
-@pytest.mark.parametrize("version_metastore", [pytest.param(HiveVersion.V4, id="hive4")], indirect=True)
-def test_a_partition_committed_under_hive4_is_read_by_trino_and_spark_with_its_statistics(
+@pytest.mark.parametrize(
+    "version_metastore",
+    [pytest.param(HiveVersion.V3_1, id="hive3.1"), pytest.param(HiveVersion.V4, id="hive4")],
+    indirect=True,
+)
+def test_a_partition_committed_under_hive_3_1_and_4_is_read_by_trino_and_spark_with_its_statistics(
     spark: Any, trino: TrinoServer, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
 ) -> None:
-    """Spark's catalog stays on the session's 2.3 metastore, so Spark reads the partition locations the Hive 4
-    metastore lists, as a Hive-protocol reader does; Trino reads through a catalog on the Hive 4 metastore."""
-    table = events_table("trino_hive4", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
+    """Spark's catalog stays on the session's 2.3 metastore, so Spark reads the partition locations the Hive 3.1
+    or 4 metastore lists, as a Hive-protocol reader does; Trino reads through a catalog on that metastore."""
+    table = events_table("trino_versions", "hourly", tmp_path / "table", **HOURLY_OPTIONS)
     create_in_hms(version_hms, table)
     write_hourly_events(tmp_path / "input", START, hours=2, rows_per_hour=60)
     uri, source, checkpoint = version_metastore.uri, tmp_path / "input", tmp_path / "checkpoint"
@@ -217,15 +221,16 @@ def test_a_partition_committed_under_hive4_is_read_by_trino_and_spark_with_its_s
     assert running is not None and running.wait(300), "the insert did not finish"
     assert query.exception() is None
     names = [f"dt=2026-11-22/hr={h:02d}" for h in range(2)]
-    assert_partitions_committed(version_hms, "trino_hive4", "hourly", tmp_path / "table", names, 60)
+    assert_partitions_committed(version_hms, "trino_versions", "hourly", tmp_path / "table", names, 60)
 
-    trino.add_catalog("hive4", version_metastore.uri)
-    assert _hours_in_trino(trino, "hive4.trino_hive4.hourly") == {"00": 60, "01": 60}
+    catalog = f"hive{version_metastore.settings.version.value.replace('.', '_')}"
+    trino.add_catalog(catalog, version_metastore.uri)
+    assert _hours_in_trino(trino, f"{catalog}.trino_versions.hourly") == {"00": 60, "01": 60}
     for hour in ("00", "01"):
-        stats = trino.stats(f"(SELECT * FROM hive4.trino_hive4.hourly WHERE hr = '{hour}')")
+        stats = trino.stats(f"(SELECT * FROM {catalog}.trino_versions.hourly WHERE hr = '{hour}')")
         assert stats[None][3] == 60
 
-    partitions = version_hms.get_partitions_by_names("trino_hive4", "hourly", names)
+    partitions = version_hms.get_partitions_by_names("trino_versions", "hourly", names)
     read = spark_own_sql(spark)
     by_spark = {p.values[1]: read(f"SELECT * FROM parquet.`{p.sd.location}`").count() for p in partitions}
     assert by_spark == {"00": 60, "01": 60}
