@@ -30,8 +30,8 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import SqlextError
 from sqlext.io.fs import FileSystem
 from sqlext.registry import SourceContext
-from sqlext.spark.session import extend
 from sqlext.table import TableIdentifier
+from tests.support.extension import extended_session
 from tests.support.services import spark_own_sql
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import wait_for
@@ -51,25 +51,18 @@ DAY = datetime(2026, 3, 1)
 def tables(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """Per format, ``evolve.t_<fmt>`` with :data:`OLD_ROWS` committed in two partitions (batch inserts)."""
     root = tmp_path_factory.mktemp("evolve")
-    was_extended = hasattr(spark, "_sqlext_session")
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    spark.sql("SET 'execution.runtime-mode' = 'batch'")
-    values = ", ".join(f"({i}, CAST({s} AS FLOAT), {a}BD, '{n}', '{d}')" for i, s, a, n, d in OLD_ROWS)
-    for fmt in FORMATS:
-        spark.sql(
-            f"CREATE TABLE {DB}.t_{fmt} (id INT, score FLOAT, amount DECIMAL(10, 2), name VARCHAR(10), dt STRING) "
-            f"PARTITIONED BY (dt) WITH ('connector' = 'filesystem', 'path' = '{(root / fmt).as_uri()}', "
-            f"'format' = '{fmt}')"
-        )
-        spark.sql(f"INSERT INTO {DB}.t_{fmt} SELECT * FROM VALUES {values} AS v(id, score, amount, name, dt)")
-    spark.sql("RESET 'execution.runtime-mode'")
-    yield root
-    spark.conf.unset("spark.sqlext.checkpoint.root")
-    if not was_extended:  # later modules get the plain session they expect
-        del spark.sql
-        del spark._sqlext_session
+    with extended_session(spark, root, DB):
+        spark.sql("SET 'execution.runtime-mode' = 'batch'")
+        values = ", ".join(f"({i}, CAST({s} AS FLOAT), {a}BD, '{n}', '{d}')" for i, s, a, n, d in OLD_ROWS)
+        for fmt in FORMATS:
+            spark.sql(
+                f"CREATE TABLE {DB}.t_{fmt} (id INT, score FLOAT, amount DECIMAL(10, 2), name VARCHAR(10), "
+                f"dt STRING) PARTITIONED BY (dt) WITH ('connector' = 'filesystem', 'path' = "
+                f"'{(root / fmt).as_uri()}', 'format' = '{fmt}')"
+            )
+            spark.sql(f"INSERT INTO {DB}.t_{fmt} SELECT * FROM VALUES {values} AS v(id, score, amount, name, dt)")
+        spark.sql("RESET 'execution.runtime-mode'")
+        yield root
 
 
 def _snapshot(hms: MetastoreClient, name: str) -> tuple[Any, list[Any]]:

@@ -26,8 +26,8 @@ from sqlext.connectors.filesystem import FileSystemTableFactory
 from sqlext.connectors.filesystem.compaction.command import compact_table
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.registry import SourceContext
-from sqlext.spark.session import extend
 from sqlext.table import TableIdentifier
+from tests.support.extension import extended_session
 from tests.support.interop import (
     FORMATS,
     assert_rows_equal,
@@ -53,17 +53,11 @@ def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
     """The Spark session, extended, with a parquet landing dir per format holding :data:`ROWS` in
     ``STREAM_FILES`` files, and a sqlext source table over each."""
     root = tmp_path_factory.mktemp("interop")
-    was_extended = hasattr(spark, "_sqlext_session")
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
-    create_matrix_sources(spark, DB, root, STREAM_FILES)
-    spark.sql("SET 'execution.runtime-mode' = 'batch'")
-    yield root
-    spark.sql("RESET 'execution.runtime-mode'")
-    spark.conf.unset("spark.sqlext.checkpoint.root")
-    if not was_extended:  # later modules get the plain session they expect
-        del spark.sql
-        del spark._sqlext_session
+    with extended_session(spark, root):
+        create_matrix_sources(spark, DB, root, STREAM_FILES)
+        spark.sql("SET 'execution.runtime-mode' = 'batch'")
+        yield root
+        spark.sql("RESET 'execution.runtime-mode'")
 
 
 def _create_sink(spark: Any, root: Path, fmt: str, mode: str) -> str:

@@ -33,8 +33,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from sqlext.spark.session import extend
 from sqlext.sql.types import spark_json_type
+from tests.support.extension import extended_session
 from tests.support.interop import (
     HOSTILE_STRINGS,
     PARTITION_KEY,
@@ -60,17 +60,8 @@ TIMESTAMP_TYPES = ("TIMESTAMP",)
 def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The Spark session, extended, with the database ``path_readers``; its root directory."""
     root = tmp_path_factory.mktemp("path_readers")
-    was_extended = hasattr(spark, "_sqlext_session")
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    try:
+    with extended_session(spark, root, DB):
         yield root
-    finally:
-        spark.conf.unset("spark.sqlext.checkpoint.root")
-        if not was_extended:  # later modules get the plain session they expect
-            del spark.sql
-            del spark._sqlext_session
 
 
 @pytest.fixture(scope="module")
