@@ -94,11 +94,14 @@ def trino_java(environ: Mapping[str, str] | None = None) -> Path | None:
 def hive_catalog_properties(metastore_uri: str) -> dict[str, str]:
     """A Hive catalog on ``metastore_uri`` that reads sqlext's ``file:`` locations (see the module's
     docstring) and timestamps at microseconds, as Spark writes them (Trino's default, milliseconds,
-    rounds them: a difference of Trino's configuration, not of the files)."""
+    rounds them: a difference of Trino's configuration, not of the files), and ORC columns by name, as every
+    other reader finds them (Trino's default, by position, reads the values of another column after an
+    ``ALTER TABLE`` dropped or inserted one: seen in ``test_trino.py``)."""
     return {
         "hive.metastore.uri": metastore_uri,
         "fs.hadoop.enabled": "true",
         "hive.timestamp-precision": "MICROSECONDS",
+        "hive.orc.use-column-names": "true",
     }
 
 

@@ -29,8 +29,8 @@ from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan
-from sqlext.spark.session import extend
 from sqlext.table import TableDefinition
+from tests.support.extension import extended_session
 from tests.support.interop import (
     FORMATS,
     ROWS,
@@ -63,17 +63,8 @@ HOURLY_OPTIONS = {
 def session(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The Spark session, extended, with the database ``trino_reads``; its root directory."""
     root = tmp_path_factory.mktemp("trino_reads")
-    was_extended = hasattr(spark, "_sqlext_session")
-    extend(spark)
-    spark.conf.set("spark.sqlext.checkpoint.root", (root / "checkpoints").as_uri())
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {DB}")
-    try:
+    with extended_session(spark, root, DB):
         yield root
-    finally:
-        spark.conf.unset("spark.sqlext.checkpoint.root")
-        if not was_extended:  # later modules get the plain session they expect
-            del spark.sql
-            del spark._sqlext_session
 
 
 @pytest.fixture(scope="module")
@@ -265,6 +256,10 @@ def test_trino_reads_old_partitions_by_the_columns_an_alter_added_and_widened(
     old = [(i, s, Decimal(a), n, None, d) for i, s, a, n, d in EVOLVED_OLD]
     assert sorted(tuple(row[:6]) for row in rows) == [*old, (i, s, Decimal(a), n, note, d)]
     assert {tuple(row[6:]) for row in rows} == {("bigint", "decimal(12,2)")}
+    if fmt != "csv":  # read by name: a column in the middle may go (csv refuses it)
+        spark.sql(f"ALTER TABLE {table} DROP score")
+        rows = trino.query(f"SELECT id, amount, name, note, dt FROM {table}")
+        assert sorted(map(tuple, rows)) == [(*row[:1], *row[2:]) for row in [*old, (i, s, Decimal(a), n, note, d)]]
 
 
 # Edge cases on which readers of ORC disagree: dates before the Gregorian calendar began (1582-10-15), and
