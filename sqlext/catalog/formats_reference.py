@@ -91,11 +91,39 @@ every value equal, except
   `from_base64(from_utf8(c))` gives the value;
 - `TIMESTAMP_LTZ` in csv and json is read through `timestamp.formats`, at milliseconds.
 
+DuckDB 2.0.1 and Polars 2.1.0 by path, with no metastore
+(`tests/connectors/filesystem/test_path_readers.py`: parquet, csv and json after a batch insert; neither
+reads ORC). A by-path reader must skip what is not a committed data file: both read every file `*` matches,
+names starting with `.` or `_` too, and `**` descends into `_sqlext/staging` (where a running insert's files
+are; Polars' `hidden_file_prefix` skips file names only), so the glob is `<table>/[!_.]*/[!_.]*.<ext>`
+(`parquet`, csv `txt`, `json`; `<table>/[!_.]*/[!_.]*/[!_.]*.<ext>` for two partition keys), with
+`hive_partitioning = true` (Polars' csv and json readers have none: the key comes from the file's path,
+`include_file_paths`). csv and json need the table's column types declared; a binary column is base64 text
+(`from_base64(c)`, `str.decode("base64")`). What they read:
+
+- parquet: every value (`read_parquet`, `scan_parquet`); Polars reads the INT96 timestamps as nanoseconds
+  (9999-12-31 overflows to 2262) unless the schema gives `pl.Datetime("us")`;
+- csv: DuckDB (`read_csv(..., header = false, auto_detect = false, delim = ',', quote = '', escape = '',
+  nullstr = '\\N', columns = {...})`) and Polars (`scan_csv(..., has_header = False, quote_char = None,
+  null_values = "\\N", empty_string_is_null = False, schema = {...})`) have no escape character outside
+  quotes: a string holding a backslash, a quote or a line break reads as its escaped text (`back\\\\slash`,
+  `say \\"hi\\"`, `line\\nbreak`), and a line with an escaped delimiter (`a\\,b`) has one field too many:
+  DuckDB skips it with `ignore_errors = true` (else fails), Polars reads it with every later field one
+  column late (`truncate_ragged_lines = True`, else fails). Every other value reads as written (the
+  `\\N` NULLs, the empty string, `TIMESTAMP_LTZ`'s `Z` dropped: UTC; Polars reads timestamps as text, parsed
+  with `str.to_datetime`). For text with such strings use parquet or json;
+- json: DuckDB (`read_json(..., format = 'newline_delimited', columns = {...})`) reads every value. Polars
+  (`scan_ndjson(..., schema = {...})`) reads a json number only as a double into a `DECIMAL` (its schema
+  takes no Decimal for json: declare `pl.Float64` and cast), so a DECIMAL with more than 15 significant
+  digits differs (`1234567890123456789.0123456789` reads `1234567890123456822.7576610816`), and panics on
+  `pl.Int8`/`pl.Int16` in the schema (declare `pl.Int64` and cast); timestamps are parsed from their text
+  (`str.to_datetime`, the `Z` stripped).
+
 Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_edge_cases`):
 
 - **orc**: Spark's ORC writer stores a `DATE` as a day of the hybrid Julian/Gregorian calendar (Hive's; the
   file's footer says `JULIAN_GREGORIAN`). Spark and Hive read 1582-10-04 and 0001-01-01 back; Trino and
-  pyarrow's ORC reader (by path; DuckDB and Polars themselves were not run) ignore the footer and read
+  pyarrow's ORC reader (by path; DuckDB 2.0.1 and Polars 2.1.0 read no ORC) ignore the footer and read
   1582-10-14 and 0000-12-30 (Trino documents this). No Spark setting writes proleptic days into ORC
   (Spark's rebase settings are for parquet and Avro); dates from 1582-10-15 on read the same everywhere.
   A timestamp in the last second before 1970-01-01 00:00:00 UTC with a fraction (1969-12-31 23:59:59.999)
