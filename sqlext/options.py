@@ -252,7 +252,8 @@ class ConfigOption(Generic[T]):
     """One option: key, type, default (None: no default) and description.
 
     ``prefix=True`` declares a family (e.g. ``fields.#.kind`` or ``parquet.``) whose keys start with
-    the key; ``check`` adds a constraint beyond the type (a range, a time zone id).
+    the key; ``check`` adds a constraint beyond the type (a range, a time zone id); ``fallback_keys`` are
+    other names of the option (Flink's ``withFallbackKeys``: read when the key itself is not set).
     """
 
     key: str
@@ -261,6 +262,7 @@ class ConfigOption(Generic[T]):
     description: str = ""
     prefix: bool = False
     check: Callable[[T], str | None] | None = field(default=None, compare=False)
+    fallback_keys: tuple[str, ...] = ()
 
     def parse(self, raw: str, key: str | None = None) -> T:
         """Parse a raw value, raising :class:`OptionError` naming option, value and accepted form."""
@@ -277,8 +279,13 @@ class ConfigOption(Generic[T]):
         return value
 
     def matches(self, key: str) -> bool:
-        """Whether ``key`` is this option (or one of its family, for a prefix option)."""
-        return key.startswith(self.key) if self.prefix else key == self.key
+        """Whether ``key`` is this option, by its key or a fallback key (or one of its family, for a prefix
+        option)."""
+        return key.startswith(self.key) if self.prefix else key == self.key or key in self.fallback_keys
+
+    def key_in(self, raw: Mapping[str, str]) -> str | None:
+        """The key under which ``raw`` sets this option: its own key first, then its fallback keys in order."""
+        return next((key for key in (self.key, *self.fallback_keys) if key in raw), None)
 
     @property
     def default_text(self) -> str:
@@ -310,9 +317,11 @@ class Options:
         self.raw = dict(raw)
 
     def get(self, option: ConfigOption[T]) -> T:
-        """The parsed value of a declared option, or its default (which may be None)."""
-        if option.key in self.raw:
-            return option.parse(self.raw[option.key])
+        """The parsed value of a declared option (set by its key or a fallback key), or its default (which may
+        be None)."""
+        key = option.key_in(self.raw)
+        if key is not None:
+            return option.parse(self.raw[key], key)
         return option.default  # type: ignore[return-value]
 
     def require(self, option: ConfigOption[T]) -> T:
@@ -344,7 +353,7 @@ def validate(
     Keys of prefix declarations (``csv.``, ``fields.``) are not parsed here: their connector checks them.
     """
     declared = [*required, *optional]
-    missing = sorted(option.key for option in required if option.key not in raw)
+    missing = sorted(option.key for option in required if option.key_in(raw) is None)
     if missing:
         raise OptionError(
             "One or more required options are missing.\n\nMissing required options are:\n\n" + "\n".join(missing),
@@ -352,7 +361,7 @@ def validate(
         )
     for key, value in raw.items():
         for option in declared:
-            if not option.prefix and option.key == key:
+            if not option.prefix and option.matches(key):
                 option.parse(value, key)
     ignored = set(ignored_keys)
     unknown = sorted(key for key in raw if key not in ignored and not any(o.matches(key) for o in declared))

@@ -193,3 +193,27 @@ def test_list_type_splits_on_commas() -> None:
 
 def test_defaults_render_as_written_in_ddl() -> None:
     assert [o.default_text for o in (PATH, DELAY, SIZE, SHUFFLE)] == ["(none)", "0 ms", "128mb", "false"]
+
+
+RENAMED = ConfigOption("sink.report.url", STRING, None, "where", fallback_keys=("report.http.url",))
+TIMEOUT = ConfigOption("sink.report.timeout", DURATION, None, "how long", fallback_keys=("report.http.timeout",))
+
+
+def test_an_option_is_read_by_its_fallback_key_when_its_key_is_not_set() -> None:
+    validate("t", {"path": "/x", "format": "csv", "report.http.url": "http://a"}, REQUIRED, (RENAMED,))
+    assert Options({"report.http.url": "http://a"}).get(RENAMED) == "http://a"
+    # Its own key wins, as in Flink.
+    assert Options({"report.http.url": "http://a", "sink.report.url": "http://b"}).get(RENAMED) == "http://b"
+    assert Options({}).get(RENAMED) is None
+
+
+def test_a_required_option_given_by_its_fallback_key_is_not_missing() -> None:
+    required = (ConfigOption("path", STRING, None, "where", fallback_keys=("location",)), FORMAT)
+    validate("t", {"location": "/x", "format": "csv"}, required, ())
+
+
+def test_a_bad_value_under_a_fallback_key_names_that_key() -> None:
+    with pytest.raises(OptionError) as failure:
+        validate("t", {"path": "/x", "format": "csv", "report.http.timeout": "soon"}, REQUIRED, (TIMEOUT,))
+    assert failure.value.option == "report.http.timeout"
+    assert "Invalid value for option 'report.http.timeout': 'soon'" in failure.value.message

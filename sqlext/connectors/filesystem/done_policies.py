@@ -213,7 +213,7 @@ def _http_report(options: Any) -> PartitionCommitPolicy:
     if not url:
         raise PolicyError(
             "sink.partition-commit.policy.kind includes 'http-report' but "
-            "'sink.partition-commit.http-report.url' is not set.",
+            "'sink.partition-commit.http-report.url' (or Paimon's 'partition.mark-done-action.http.url') is not set.",
             option=fso.HTTP_REPORT_URL.key,
         )
     return HttpReportPolicy(url, options.get(fso.HTTP_REPORT_TIMEOUT), options.get(fso.HTTP_REPORT_PARAMS))

@@ -294,8 +294,10 @@ HTTP_REPORT_URL = ConfigOption(
     "sink.partition-commit.http-report.url",
     STRING,
     None,
-    "sqlext: where the 'http-report' policy POSTs a JSON document per committed partition (required with it).",
+    "sqlext: where the 'http-report' policy POSTs a JSON document per committed partition (required with it). "
+    "Also read from Paimon's 'partition.mark-done-action.http.url'.",
     check=_http_url,
+    fallback_keys=("partition.mark-done-action.http.url",),
 )
 HTTP_REPORT_TIMEOUT = ConfigOption(
     "sink.partition-commit.http-report.timeout",
@@ -309,7 +311,9 @@ HTTP_REPORT_PARAMS = ConfigOption(
     "sink.partition-commit.http-report.params",
     STRING,
     None,
-    "sqlext: a string passed through as 'params' in every report of the 'http-report' policy.",
+    "sqlext: a string passed through as 'params' in every report of the 'http-report' policy. Also read from "
+    "Paimon's 'partition.mark-done-action.http.params'.",
+    fallback_keys=("partition.mark-done-action.http.params",),
 )
 COMMIT_IDLE_TIMEOUT = ConfigOption(
     "sink.partition-commit.idle-timeout",

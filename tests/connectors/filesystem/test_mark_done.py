@@ -17,13 +17,15 @@ from hmsclient.genthrift.hive_metastore import ttypes
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
-from sqlext.connectors.filesystem.done_policies import HttpReportPolicy, report_id
+from sqlext.connectors.filesystem.done_policies import MARK_DONE_POLICIES, HttpReportPolicy, report_id
 from sqlext.connectors.filesystem.factory import FileSystemTableFactory
+from sqlext.connectors.filesystem.options import POLICY_HTTP_REPORT
 from sqlext.connectors.filesystem.policies import PartitionCommitContext
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.errors import OptionError, PolicyError
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
+from sqlext.options import Options
 from sqlext.sink import InsertPlan
 from tests.support.http_receiver import http_receiver
 from tests.support.streams import hourly_event_stream, write_hourly_events
@@ -191,6 +193,19 @@ def test_bad_report_options_are_refused_naming_the_option(
         FileSystemTableFactory().validate(events_table("db", "t", tmp_path, **options))
     assert raised.value.option == option
     assert says in raised.value.message
+
+
+def test_paimons_http_report_option_names_are_read_too(tmp_path: Path) -> None:
+    options = {
+        "sink.partition-commit.policy.kind": "metastore,http-report",
+        "partition.mark-done-action.http.url": "http://127.0.0.1:9/done",
+        "partition.mark-done-action.http.params": "team=data",
+    }
+    table = events_table("db", "t", tmp_path, **options)
+    FileSystemTableFactory().validate(table)  # accepted: the url is given, under Paimon's name
+    policy = MARK_DONE_POLICIES[POLICY_HTTP_REPORT](Options(table.options))
+    assert isinstance(policy, HttpReportPolicy)
+    assert (policy.url, policy.params) == ("http://127.0.0.1:9/done", "team=data")
 
 
 @pytest.mark.spark
