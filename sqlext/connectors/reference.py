@@ -10,7 +10,9 @@ The full document covers the built-in connectors (so it does not depend on what 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
+from sqlext.options import ConfigOption
 from sqlext.registry import BUILT_INS, ConnectorFactory, find_factory
 
 
@@ -30,9 +32,16 @@ def render_connector(factory: ConnectorFactory) -> str:
         key = f"{option.key}*" if option.prefix else option.key
         lines.append(
             f"| `{key}` | {needed} | {option.type.name} | `{_escape(option.default_text)}` | "
-            f"{_escape(option.description)} |"
+            f"{_escape(option.description)}{_fallbacks(option)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _fallbacks(option: ConfigOption[Any]) -> str:
+    """The other names an option is read under, for its description."""
+    if not option.fallback_keys:
+        return ""
+    return " Also read from " + ", ".join(f"'{key}'" for key in option.fallback_keys) + " when it is not set."
 
 
 def render_reference(identifier: str | None = None) -> str:

@@ -54,11 +54,20 @@ def _json(url: str) -> dict[str, Any]:
 
 
 def _answers(url: str) -> bool:
+    """Whether the UI at ``url`` serves its JSON state yet (it can answer with an empty body while starting)."""
     try:
         _json(url)
-    except OSError:
+    except (OSError, ValueError):
         return False
     return True
+
+
+def _alive_workers(cluster: SparkCluster) -> int:
+    try:
+        workers = cluster.master_state().get("workers", [])
+    except (OSError, ValueError):  # the master's UI between two states: ask again
+        return 0
+    return len([w for w in workers if w.get("state") == "ALIVE"])
 
 
 def _spark_home() -> Path:
@@ -134,7 +143,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
             worker_uis.append(f"http://127.0.0.1:{ui_port}")
         cluster = SparkCluster(master_url, master_ui, tuple(worker_uis))
         wait_for(
-            lambda: len([w for w in cluster.master_state().get("workers", []) if w.get("state") == "ALIVE"]) == WORKERS,
+            lambda: _alive_workers(cluster) == WORKERS,
             120,
             0.5,
             "both workers to register with the master",

@@ -211,9 +211,10 @@ class HttpReportPolicy(PartitionCommitPolicy):
 def _http_report(options: Any) -> PartitionCommitPolicy:
     url = options.get(fso.HTTP_REPORT_URL)
     if not url:
+        fallbacks = ", ".join(repr(key) for key in fso.HTTP_REPORT_URL.fallback_keys)
         raise PolicyError(
             "sink.partition-commit.policy.kind includes 'http-report' but "
-            "'sink.partition-commit.http-report.url' (or Paimon's 'partition.mark-done-action.http.url') is not set.",
+            f"'{fso.HTTP_REPORT_URL.key}' (or {fallbacks}) is not set.",
             option=fso.HTTP_REPORT_URL.key,
         )
     return HttpReportPolicy(url, options.get(fso.HTTP_REPORT_TIMEOUT), options.get(fso.HTTP_REPORT_PARAMS))

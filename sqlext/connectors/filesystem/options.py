@@ -294,8 +294,7 @@ HTTP_REPORT_URL = ConfigOption(
     "sink.partition-commit.http-report.url",
     STRING,
     None,
-    "sqlext: where the 'http-report' policy POSTs a JSON document per committed partition (required with it). "
-    "Also read from Paimon's 'partition.mark-done-action.http.url'.",
+    "sqlext: where the 'http-report' policy POSTs a JSON document per committed partition (required with it).",
     check=_http_url,
     fallback_keys=("partition.mark-done-action.http.url",),
 )
@@ -311,8 +310,7 @@ HTTP_REPORT_PARAMS = ConfigOption(
     "sink.partition-commit.http-report.params",
     STRING,
     None,
-    "sqlext: a string passed through as 'params' in every report of the 'http-report' policy. Also read from "
-    "Paimon's 'partition.mark-done-action.http.params'.",
+    "sqlext: a string passed through as 'params' in every report of the 'http-report' policy.",
     fallback_keys=("partition.mark-done-action.http.params",),
 )
 COMMIT_IDLE_TIMEOUT = ConfigOption(
