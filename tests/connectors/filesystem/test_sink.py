@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
@@ -50,22 +51,27 @@ def _partition_names(hms: MetastoreClient, table: TableDefinition) -> list[str]:
     return sorted(hms.get_partition_names(table.identifier.database, table.identifier.name))
 
 
-def _rows_in_hms_partitions(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
-    """Rows of each partition the HMS lists, counted in the parquet files at its location: what a
-    Hive-protocol reader sees, whichever metastore Spark's catalog reads."""
-    import pyarrow.parquet as pq
-
+def _data_files(hms: MetastoreClient, table: TableDefinition) -> dict[str, tuple[FileSystem, list[Any]]]:
+    """The data files at the location of each partition the HMS lists (what a Hive-protocol reader reads,
+    whichever metastore Spark's catalog reads), with the filesystem they are on."""
     database, name = table.identifier.database, table.identifier.name
-    counts = {}
-    for partition, name_ in zip(
-        hms.get_partitions_by_names(database, name, _partition_names(hms, table)),
-        _partition_names(hms, table),
-        strict=True,
-    ):
+    names = _partition_names(hms, table)
+    found = {}
+    for partition, partition_name in zip(hms.get_partitions_by_names(database, name, names), names, strict=True):
         fs = FileSystem(partition.sd.location)
         files = [f for f in fs.list_files(partition.sd.location, recursive=False) if f.relative[0] not in "_."]
-        counts[name_] = sum(pq.read_metadata(fs.open_input(f.uri)).num_rows for f in files)
-    return counts
+        found[partition_name] = (fs, files)
+    return found
+
+
+def _rows_in_hms_partitions(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
+    """Rows of each partition the HMS lists, counted in the parquet files at its location."""
+    import pyarrow.parquet as pq
+
+    return {
+        name: sum(pq.read_metadata(fs.open_input(f.uri)).num_rows for f in files)
+        for name, (fs, files) in _data_files(hms, table).items()
+    }
 
 
 # The metastore tests every version runs (version_metastore: 2.3 embedded, 3.1 and 4 fetched): partition
@@ -514,3 +520,159 @@ def test_each_staged_file_is_moved_once_by_sqlext_on_the_move_pool(
     data_moves = {target: count for target, count in moves.items() if "/_sqlext/" not in target}
     assert sorted(data_moves) == sorted(finals), "sqlext moved nothing but the planned files into the table"
     assert all(threads[final].startswith("sqlext-move-insert_moved_once") for final in finals), threads
+
+
+# What reads or rewrites committed partitions, on every version: compaction's swap, a streaming read of
+# committed partitions and a lookup join's newest partition. Here, for each version's metastore to start once.
+
+
+def _files_by_partition(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
+    """Data files of each partition the HMS lists, once its numFiles, totalSize and numRows are checked."""
+    database, name = table.identifier.database, table.identifier.name
+    stored = {
+        partition_name: partition.parameters
+        for partition_name, partition in zip(
+            _partition_names(hms, table),
+            hms.get_partitions_by_names(database, name, _partition_names(hms, table)),
+            strict=True,
+        )
+    }
+    rows = _rows_in_hms_partitions(hms, table)
+    files = {}
+    for partition_name, (_, data) in _data_files(hms, table).items():
+        parameters = stored[partition_name]
+        assert parameters["numFiles"] == str(len(data))
+        assert parameters["totalSize"] == str(sum(f.size for f in data))
+        assert parameters["numRows"] == str(rows[partition_name])
+        files[partition_name] = len(data)
+    return files
+
+
+def _ids_on_disk(table: TableDefinition) -> list[int]:
+    import pyarrow.dataset as ds
+
+    root = table.options["path"].removeprefix("file://")
+    dataset = ds.dataset(root, format="parquet", partitioning="hive", exclude_invalid_files=True)
+    return sorted(dataset.to_table(columns=["id"])["id"].to_pylist())
+
+
+def test_compaction_swaps_each_partitions_files_and_statistics_on_every_version(
+    spark, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    hms, uri = version_hms, version_metastore.uri
+    table = events_table("versions_db", "compacted", tmp_path / "table")
+    create_in_hms(hms, table)
+    context = SimpleNamespace(spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=uri), config=None)
+    sink = FileSystemSink(context)
+    for batch in range(4):  # four batch inserts: four small files in each of the two partitions
+        rows = spark.range(batch * 100, (batch + 1) * 100).selectExpr(
+            "id",
+            "concat('u', id % 7) AS user_id",
+            "id / 10 AS amount",
+            "timestamp_seconds(1795300000 + id) AS ts",
+            "'2026-11-22' AS dt",
+            "format_string('%02d', CAST(id % 2 AS INT)) AS hr",
+        )
+        sink.write_batch(rows.coalesce(1), InsertPlan("load_compacted", (tmp_path / "checkpoint").as_uri()))
+    names = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+    assert _files_by_partition(hms, table) == dict.fromkeys(names, 4)
+
+    assert main(["compact", "versions_db.compacted", "--metastore-uri", uri, "--reader-grace", "0s", "--quiet"]) == 0
+
+    assert _files_by_partition(hms, table) == dict.fromkeys(names, 1)
+    assert _ids_on_disk(table) == list(range(400))
+    assert [p for p in (tmp_path / "table" / "_sqlext").rglob("*") if p.is_file() and "trash" in p.parts] == []
+
+
+def test_a_streaming_read_and_a_lookup_join_see_each_commit_on_every_version(
+    spark, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
+) -> None:
+    from sqlext.connectors.filesystem.streaming.source import register
+    from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME, SourceSpec
+    from sqlext.jobs.lookup_join import LatestPartition
+
+    hms, metastore = version_hms, version_metastore.settings
+    options = {"streaming-source.enable": "true", "streaming-source.monitor-interval": "1 s"}
+    table = events_table("versions_db", "read_back", tmp_path / "table", **options)
+    create_in_hms(hms, table)
+    input_dir, checkpoint = tmp_path / "input", tmp_path / "checkpoint"
+    next_id = write_hourly_events(input_dir, START, hours=2, rows_per_hour=60)
+    _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), checkpoint)
+
+    now = [0.0]
+    latest = LatestPartition(table, metastore.uri, f"latest_{version_metastore.settings.version.name}", lambda: now[0])
+    hour_ids = {row.id for row in latest.frame(spark).collect()}
+    assert hour_ids == set(range(60, 120)), "the newest committed partition, hr=01"
+
+    register(spark)
+    spec = SourceSpec.of_table(table, metastore.uri, {})
+    read = spark.readStream.format(FORMAT_NAME).schema(spec.schema_ddl()).option("spec", spec.to_json()).load()
+    sink = f"read_back_{version_metastore.settings.version.name}"
+    query = (
+        read.writeStream.format("memory")
+        .queryName(sink)
+        .option("checkpointLocation", (tmp_path / "reader").as_uri())
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    try:
+        ids = lambda: sorted(row.id for row in spark.sql(f"SELECT id FROM {sink}").collect())  # noqa: E731
+        wait_for(lambda: ids() == list(range(120)), 120, 0.5, "the two committed partitions read")
+        write_hourly_events(input_dir, START + timedelta(hours=2), hours=1, rows_per_hour=60, first_id=next_id)
+        _run_bounded(spark, table, metastore, hourly_event_stream(spark, input_dir), checkpoint)
+        wait_for(lambda: len(ids()) >= 180, 120, 0.5, "the partition committed next read")
+        assert ids() == list(range(180)), "every committed row read once"
+    finally:
+        query.stop()
+
+    now[0] = 1.0  # the monitor interval passed: the join looks for a newer partition
+    assert {row.id for row in latest.frame(spark).collect()} == set(range(120, 180))
+    latest.release()
+
+
+@pytest.mark.parametrize(
+    "version_metastore",
+    [pytest.param(HiveVersion.V3_1, id="hive3.1"), pytest.param(HiveVersion.V4, id="hive4")],
+    indirect=True,
+)
+def test_a_metastore_restarted_under_a_streaming_insert_gets_every_partition_once_on_3_1_and_4(
+    spark, version_metastore: BackendMetastore, tmp_path: Path
+) -> None:
+    """Hive 2.3's outage is tests/jobs/test_fault_tolerance.py's (Spark's catalog reads that metastore, so it
+    is not restarted here); 3.1 and 4 are the worker's own, stopped and started again under a running insert."""
+    from sqlext.catalog.metastore import launcher
+
+    settings = version_metastore.settings
+    input_dir = tmp_path / "input"
+    next_id = write_hourly_events(input_dir, START, hours=2, rows_per_hour=30)
+    table = events_table(
+        "versions_db",
+        "restarted",
+        tmp_path / "table",
+        **{"sink.partition-commit.policy.kind": "metastore,success-file"},
+    )
+    with MetastoreClient(settings.uri) as client:
+        create_in_hms(client, table)
+    context = SimpleNamespace(
+        spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=settings.uri), config=None
+    )
+    plan = InsertPlan(query_name="restarted_insert", checkpoint_location=(tmp_path / "checkpoint").as_uri())
+    query = FileSystemSink(context).start_stream(hourly_event_stream(spark, input_dir), plan)  # unbounded
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(4)]
+    try:
+        with MetastoreClient(settings.uri) as client:
+            wait_for(lambda: _partition_names(client, table) == names[:2], 120, 0.5, "the first two partitions")
+        launcher.stop(settings)
+        write_hourly_events(input_dir, START + timedelta(hours=2), hours=2, rows_per_hour=30, first_id=next_id)
+        wait_for(lambda: len(list((tmp_path / "table").glob("dt=*/hr=03/*.parquet"))) > 0, 120, 0.5, "hr=03 written")
+        launcher.start(settings)
+        with MetastoreClient(settings.uri) as client:
+            wait_for(lambda: _partition_names(client, table) == names, 120, 0.5, "every partition, once it is back")
+            assert _files_by_partition(client, table).keys() == set(names)
+            assert _rows_in_hms_partitions(client, table) == dict.fromkeys(names, 30)
+        assert query.isActive
+    finally:
+        query.stop()
+        launcher.start(settings)  # serving again for the worker's later tests, whatever happened
+    assert _ids_on_disk(table) == list(range(120))
+    assert all((tmp_path / "table" / name / "_SUCCESS").is_file() for name in names)
