@@ -237,6 +237,8 @@ VERSIONS = [
     pytest.param(HiveVersion.V3_1, id="hive3.1", marks=pytest.mark.jars),
     pytest.param(HiveVersion.V4, id="hive4", marks=pytest.mark.jars),
 ]
+#: The versions fetched from Maven Central, for a test that runs on those only (``indirect=True``).
+FETCHED_VERSIONS = VERSIONS[1:]
 
 
 @pytest.fixture(scope="session", params=VERSIONS)

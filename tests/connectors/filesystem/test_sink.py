@@ -19,7 +19,7 @@ from sqlext.connectors.filesystem.sink import BATCH_SUFFIX, FileSystemSink, runn
 from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
-from tests.support.services import BackendMetastore
+from tests.support.services import FETCHED_VERSIONS, BackendMetastore
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table, keyed_table
 from tests.support.waiting import wait_for
@@ -630,11 +630,7 @@ def test_a_streaming_read_and_a_lookup_join_see_each_commit_on_every_version(
     latest.release()
 
 
-@pytest.mark.parametrize(
-    "version_metastore",
-    [pytest.param(HiveVersion.V3_1, id="hive3.1"), pytest.param(HiveVersion.V4, id="hive4")],
-    indirect=True,
-)
+@pytest.mark.parametrize("version_metastore", FETCHED_VERSIONS, indirect=True)
 def test_a_metastore_restarted_under_a_streaming_insert_gets_every_partition_once_on_3_1_and_4(
     spark, version_metastore: BackendMetastore, tmp_path: Path
 ) -> None:

@@ -24,7 +24,6 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.io.fs import FileSystem
@@ -41,7 +40,7 @@ from tests.support.interop import (
     expected_rows,
     table_options,
 )
-from tests.support.services import BackendMetastore, spark_own_sql
+from tests.support.services import FETCHED_VERSIONS, BackendMetastore, spark_own_sql
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
 from tests.support.trino import TrinoServer
@@ -193,11 +192,7 @@ def test_trino_sees_a_partition_only_once_sqlext_committed_it(
         query.stop()
 
 
-@pytest.mark.parametrize(
-    "version_metastore",
-    [pytest.param(HiveVersion.V3_1, id="hive3.1"), pytest.param(HiveVersion.V4, id="hive4")],
-    indirect=True,
-)
+@pytest.mark.parametrize("version_metastore", FETCHED_VERSIONS, indirect=True)
 def test_a_partition_committed_under_hive_3_1_and_4_is_read_by_trino_and_spark_with_its_statistics(
     spark: Any, trino: TrinoServer, version_metastore: BackendMetastore, version_hms: MetastoreClient, tmp_path: Path
 ) -> None:
