@@ -88,8 +88,11 @@ def test_metastore_outage_during_a_streaming_insert_delays_commits_and_loses_not
         assert "wait to be committed" in caplog.text
 
         launcher.start(own)
+        # Committed: in the HMS and its success file written (the policies run in that order; the query is
+        # stopped below without waiting for a commit round in progress).
+        hour_one_success = tmp_path / "table" / "dt=2026-11-22" / "hr=01" / "_SUCCESS"
         wait_for(
-            lambda: _partitions(own) == ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"],
+            lambda: _partitions(own) == ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"] and hour_one_success.is_file(),
             120,
             what="hour 01 committed once the metastore is back",
         )

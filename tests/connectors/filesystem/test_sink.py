@@ -548,6 +548,12 @@ def _files_by_partition(hms: MetastoreClient, table: TableDefinition) -> dict[st
     return files
 
 
+def _success_files(table: TableDefinition) -> list[str]:
+    """The partitions (``dt=.../hr=...``) that hold a success file."""
+    root = Path(table.options["path"].removeprefix("file://"))
+    return sorted(str(marker.parent.relative_to(root)) for marker in root.glob("*/*/_SUCCESS"))
+
+
 def _ids_on_disk(table: TableDefinition) -> list[int]:
     import pyarrow.dataset as ds
 
@@ -663,7 +669,12 @@ def test_a_metastore_restarted_under_a_streaming_insert_gets_every_partition_onc
         wait_for(lambda: len(list((tmp_path / "table").glob("dt=*/hr=03/*.parquet"))) > 0, 120, 0.5, "hr=03 written")
         launcher.start(settings)
         with MetastoreClient(settings.uri) as client:
-            wait_for(lambda: _partition_names(client, table) == names, 120, 0.5, "every partition, once it is back")
+            wait_for(
+                lambda: _partition_names(client, table) == names and _success_files(table) == names,
+                120,
+                0.5,
+                "every partition committed (the HMS, then its success file), once it is back",
+            )
             assert _files_by_partition(client, table).keys() == set(names)
             assert _rows_in_hms_partitions(client, table) == dict.fromkeys(names, 30)
         assert query.isActive
@@ -671,4 +682,3 @@ def test_a_metastore_restarted_under_a_streaming_insert_gets_every_partition_onc
         query.stop()
         launcher.start(settings)  # serving again for the worker's later tests, whatever happened
     assert _ids_on_disk(table) == list(range(120))
-    assert all((tmp_path / "table" / name / "_SUCCESS").is_file() for name in names)
