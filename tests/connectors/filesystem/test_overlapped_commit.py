@@ -235,3 +235,29 @@ def test_a_trigger_state_saved_before_the_last_batch_was_recorded_recovers_only_
     assert restarted.wait_committed(30)
     restarted.close()
     assert GatePolicy.committed == [], "a batch committed before was committed again"
+
+
+def test_a_restart_removes_the_staging_dir_a_kill_left_after_its_batch_was_recorded_completed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between recording batch 1 ``completed`` and removing its staging dir (Spark's own ``_SUCCESS``
+    marker is left there): the restart's recovery, which commits batch 1's partition, removes the dir too."""
+    crashed = _committer(tmp_path)
+    settings = crashed.settings
+    with monkeypatch.context() as patched:
+        patched.setattr(committer_module, "fault_point", _crash_at("after-log"))
+        crashed.process(0, BatchInfo(None, 0), _stage(settings, 0))
+        crashed.process(1, BatchInfo(None, 0), _stage(settings, 1))
+        with pytest.raises(SimulatedCrash):
+            crashed.wait_committed(30)
+    crashed.close()
+    left = Path(_log(settings).staging_dir(QUERY, 1).removeprefix("file://")) / "_SUCCESS"
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"")
+
+    restarted = _committer(tmp_path)
+    restarted.end_of_input()
+    restarted.close()
+
+    assert not left.parent.exists()
+    _assert_committed_once(settings, 2)

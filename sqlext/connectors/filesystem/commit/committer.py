@@ -228,8 +228,6 @@ class BatchCommitter:
             elif entry.state is State.COMPLETED:
                 self._check_same_mode(entry, final)
                 log.info("%s: batch %d was committed before; not writing it again", self.query_name, batch_id)
-                # A crash between recording `completed` and removing the staging dir leaves the dir behind.
-                self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
             if self._background is None:
                 self._finish(entry, final, started, written)
             else:
@@ -262,6 +260,10 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._mover.move(entry)
                 fault_point("after-log", batch)
+            else:
+                # A replay or a restart's recovery: a crash between recording `completed` and removing the
+                # staging dir leaves the dir behind.
+                self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             if listeners.listening():
