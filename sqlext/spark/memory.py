@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 
 #: Spark's exit code for an uncaught ``OutOfMemoryError`` (``SparkExitCode.OOM``).
 OOM_EXIT_CODE = 52
+#: How long a lost connection waits for the JVM's exit code before it is taken for a bridge failure.
+JVM_EXIT_WAIT_S = 60.0
 _OOM_TEXTS = ("java.lang.OutOfMemoryError", "OutOfMemoryError: Java heap space")
 
 
@@ -45,7 +47,9 @@ def jvm_exit_code() -> int | None:
     try:
         code = proc.poll()
         if code is None:
-            code = proc.wait(timeout=5)  # the connection broke as the JVM was going down
+            # The connection broke as the JVM was going down: its shutdown hooks (stopping Spark, removing its
+            # temp dirs) can take well over 5 s on a loaded machine (CI, 11/26).
+            code = proc.wait(timeout=JVM_EXIT_WAIT_S)
     except Exception:
         return None
     return int(code) if code is not None else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -152,23 +153,39 @@ def deleted_topics_message(settings: ReadSettings, topics: Sequence[str]) -> str
 
 
 def watermarks(client: Any, settings: ReadSettings, topic: str, partition: int) -> tuple[int, int]:
-    """(earliest, latest) offsets of one partition, asked of the broker."""
+    """(earliest, latest) offsets of one partition, asked of the broker. A partition without a leader yet (a
+    topic just created, or a leader moving) is asked again until ``settings.timeout_s``, as Kafka's own
+    consumer retries such errors: the broker answers them at once, so a single ask would fail a query that
+    found a new topic a moment before its leader was elected."""
     from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-    try:
-        low, high = client.get_watermark_offsets(TopicPartition(topic, partition), timeout=settings.timeout_s)
-    except KafkaException as exc:
-        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # listed when the query started: deleted since
+    deadline = time.monotonic() + settings.timeout_s
+    while True:
+        try:
+            left = max(0.1, deadline - time.monotonic())
+            low, high = client.get_watermark_offsets(TopicPartition(topic, partition), timeout=left)
+            return int(low), int(high)
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # listed when the query started: deleted since
+                raise KafkaSourceError(
+                    deleted_topics_message(settings, [topic]), option=ko.TOPIC.key, value=topic
+                ) from None
+            leaderless = (KafkaError.LEADER_NOT_AVAILABLE, KafkaError.NOT_LEADER_FOR_PARTITION)
+            if error.code() in leaderless and time.monotonic() < deadline:
+                LOG.info("partition %d of topic '%s' has no leader yet (%s); asking again", partition, topic, error)
+                time.sleep(LEADER_RETRY_S)
+                continue
             raise KafkaSourceError(
-                deleted_topics_message(settings, [topic]), option=ko.TOPIC.key, value=topic
+                f"Kafka broker(s) {settings.brokers} gave no offsets for partition {partition} of topic '{topic}' "
+                f"(table {settings.table}) within {settings.timeout_s:g} s: {error}",
+                option=ko.TOPIC.key,
+                value=topic,
             ) from None
-        raise KafkaSourceError(
-            f"Kafka broker(s) {settings.brokers} gave no offsets for partition {partition} of topic '{topic}' "
-            f"(table {settings.table}) within {settings.timeout_s:g} s: {exc.args[0]}",
-            option=ko.TOPIC.key,
-            value=topic,
-        ) from None
-    return int(low), int(high)
+
+
+#: How long to wait before asking again for the offsets of a partition without a leader.
+LEADER_RETRY_S = 0.2
 
 
 def resolve(
