@@ -215,9 +215,10 @@ def _causes(failure: Mapping[str, Any]) -> list[str]:
     return causes
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def trino(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrinoServer]:
-    """A Trino server for the session, with the catalog ``hive`` on the session's metastore."""
+    """A Trino server for the module, with the catalog ``hive`` on the session's metastore. Not kept for the
+    session: the worker's later tests need not share its two cores with an idle Trino JVM."""
     java = trino_java()
     if java is None:
         roots = ", ".join(map(str, JDK_ROOTS))
