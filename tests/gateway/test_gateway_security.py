@@ -210,9 +210,9 @@ def test_200_failed_logins_leave_the_gateway_answering_a_legitimate_client_withi
 ) -> None:
     """The attack's logins come from 127.0.0.2, the legitimate client's from 127.0.0.1. Logins are
     answered within a second (the median; the slowest no slower than before the attack) and an open
-    session's queries keep their pace. Single samples on two shared, loaded cores took over a second
-    with no attack at all, so outliers are held to the pace measured before the attack; the strict
-    bound on every login is asserted without Spark in tests/gateway/test_gateway_security_units.py."""
+    session's queries keep their pace (their median). Single samples on two shared, loaded cores took over
+    a second with no attack at all, so login outliers are held to the pace measured before the attack; the
+    strict bound on every login is asserted without Spark in tests/gateway/test_gateway_security_units.py."""
     with _connect(secured, "bob") as connection:
         cursor = connection.cursor()
         logins_before = [_login_s(secured, "alice") for _ in range(3)]

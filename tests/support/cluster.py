@@ -53,21 +53,18 @@ def _json(url: str) -> dict[str, Any]:
         return result
 
 
-def _answers(url: str) -> bool:
-    """Whether the UI at ``url`` serves its JSON state yet (it can answer with an empty body while starting)."""
+def _state(url: str) -> dict[str, Any] | None:
+    """The JSON state a UI serves at ``url``; None while it is not ready (no answer yet, or, while it starts
+    or between two states, an empty or partial body)."""
     try:
-        _json(url)
+        return _json(url)
     except (OSError, ValueError):
-        return False
-    return True
+        return None
 
 
 def _alive_workers(cluster: SparkCluster) -> int:
-    try:
-        workers = cluster.master_state().get("workers", [])
-    except (OSError, ValueError):  # the master's UI between two states: ask again
-        return 0
-    return len([w for w in workers if w.get("state") == "ALIVE"])
+    state = _state(f"{cluster.master_ui}/json") or {}
+    return len([w for w in state.get("workers", []) if w.get("state") == "ALIVE"])
 
 
 def _spark_home() -> Path:
@@ -119,7 +116,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
     try:
         master_args = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(master_port)]
         processes.append(_start([*master_args, "--webui-port", str(master_ui_port)], home / "master.log", env))
-        wait_for(lambda: _answers(f"{master_ui}/json"), 120, 0.5, "the Spark master's web UI")
+        wait_for(lambda: _state(f"{master_ui}/json") is not None, 120, 0.5, "the Spark master's web UI")
         worker_uis = []
         for index in range(WORKERS):
             ui_port = free_port()

@@ -60,3 +60,16 @@ def hourly_event_stream(spark: Any, input_dir: Path, lateness: str | None = "0 s
     return rows.selectExpr(
         "id", "user_id", "amount", "ts", "date_format(ts, 'yyyy-MM-dd') AS dt", "date_format(ts, 'HH') AS hr"
     )
+
+
+def event_rows(spark: Any, ids: range, hours: int) -> Any:
+    """Rows for an ``events_table`` (``tests.support.tables``) with ids ``ids``: all on 2026-11-22, id ``i`` in
+    hour ``i % hours`` (as a batch DataFrame, for batch inserts)."""
+    return spark.range(ids.start, ids.stop).selectExpr(
+        "id",
+        "concat('u', id % 7) AS user_id",
+        "id / 10 AS amount",
+        "timestamp_seconds(1795300000 + id) AS ts",
+        "'2026-11-22' AS dt",
+        f"format_string('%02d', CAST(id % {hours} AS INT)) AS hr",
+    )

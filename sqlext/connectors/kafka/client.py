@@ -21,6 +21,8 @@ from sqlext.errors import SqlextError
 LOG = logging.getLogger("sqlext.kafka")
 #: librdkafka's log lines go to this logger instead of stderr.
 CLIENT_LOG = logging.getLogger("sqlext.kafka.client")
+#: How long to wait before asking again for the offsets of a partition without a leader.
+LEADER_RETRY_S = 0.2
 
 #: (topic, partition) -> offset.
 Offsets = dict[tuple[str, int], int]
@@ -182,10 +184,6 @@ def watermarks(client: Any, settings: ReadSettings, topic: str, partition: int) 
                 option=ko.TOPIC.key,
                 value=topic,
             ) from None
-
-
-#: How long to wait before asking again for the offsets of a partition without a leader.
-LEADER_RETRY_S = 0.2
 
 
 def resolve(

@@ -31,7 +31,7 @@ from sqlext.faults import COMPACTION_POINTS, EXIT_CODE
 from sqlext.io.fs import FileStatus, FileSystem
 from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
-from tests.support.streams import EVENT_DDL, hourly_event_stream, write_hourly_events
+from tests.support.streams import EVENT_DDL, event_rows, hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table
 
 REPO = Path(__file__).resolve().parents[3]
@@ -290,14 +290,7 @@ def _small_file_table(
     )
     sink = FileSystemSink(context)
     for batch in range(6):
-        rows = spark.range(batch * 400, (batch + 1) * 400).selectExpr(
-            "id",
-            "concat('u', id % 7) AS user_id",
-            "id / 10 AS amount",
-            "timestamp_seconds(1795300000 + id) AS ts",
-            "'2026-11-22' AS dt",
-            f"format_string('%02d', CAST(id % {partitions} AS INT)) AS hr",
-        )
+        rows = event_rows(spark, range(batch * 400, (batch + 1) * 400), partitions)
         sink.write_batch(rows.coalesce(1), InsertPlan(f"load_{name}", (path / "checkpoint").as_uri()))
     return table, _table_rows(spark, table)
 

@@ -19,8 +19,9 @@ from sqlext.connectors.filesystem.sink import BATCH_SUFFIX, FileSystemSink, runn
 from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
+from tests.support.read_job import committed_ids
 from tests.support.services import FETCHED_VERSIONS, BackendMetastore
-from tests.support.streams import hourly_event_stream, write_hourly_events
+from tests.support.streams import event_rows, hourly_event_stream, write_hourly_events
 from tests.support.tables import create_in_hms, events_table, keyed_table
 from tests.support.waiting import wait_for
 
@@ -51,27 +52,28 @@ def _partition_names(hms: MetastoreClient, table: TableDefinition) -> list[str]:
     return sorted(hms.get_partition_names(table.identifier.database, table.identifier.name))
 
 
-def _data_files(hms: MetastoreClient, table: TableDefinition) -> dict[str, tuple[FileSystem, list[Any]]]:
-    """The data files at the location of each partition the HMS lists (what a Hive-protocol reader reads,
-    whichever metastore Spark's catalog reads), with the filesystem they are on."""
+def _data_files(hms: MetastoreClient, table: TableDefinition) -> dict[str, tuple[Any, FileSystem, list[Any]]]:
+    """Each partition the HMS lists, with the filesystem and the data files at its location (what a
+    Hive-protocol reader reads, whichever metastore Spark's catalog reads)."""
     database, name = table.identifier.database, table.identifier.name
     names = _partition_names(hms, table)
     found = {}
     for partition, partition_name in zip(hms.get_partitions_by_names(database, name, names), names, strict=True):
         fs = FileSystem(partition.sd.location)
         files = [f for f in fs.list_files(partition.sd.location, recursive=False) if f.relative[0] not in "_."]
-        found[partition_name] = (fs, files)
+        found[partition_name] = (partition, fs, files)
     return found
+
+
+def _rows_in(fs: FileSystem, files: list[Any]) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.read_metadata(fs.open_input(f.uri)).num_rows for f in files)
 
 
 def _rows_in_hms_partitions(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
     """Rows of each partition the HMS lists, counted in the parquet files at its location."""
-    import pyarrow.parquet as pq
-
-    return {
-        name: sum(pq.read_metadata(fs.open_input(f.uri)).num_rows for f in files)
-        for name, (fs, files) in _data_files(hms, table).items()
-    }
+    return {name: _rows_in(fs, files) for name, (_, fs, files) in _data_files(hms, table).items()}
 
 
 # The metastore tests every version runs (version_metastore: 2.3 embedded, 3.1 and 4 fetched): partition
@@ -528,22 +530,11 @@ def test_each_staged_file_is_moved_once_by_sqlext_on_the_move_pool(
 
 def _files_by_partition(hms: MetastoreClient, table: TableDefinition) -> dict[str, int]:
     """Data files of each partition the HMS lists, once its numFiles, totalSize and numRows are checked."""
-    database, name = table.identifier.database, table.identifier.name
-    stored = {
-        partition_name: partition.parameters
-        for partition_name, partition in zip(
-            _partition_names(hms, table),
-            hms.get_partitions_by_names(database, name, _partition_names(hms, table)),
-            strict=True,
-        )
-    }
-    rows = _rows_in_hms_partitions(hms, table)
     files = {}
-    for partition_name, (_, data) in _data_files(hms, table).items():
-        parameters = stored[partition_name]
-        assert parameters["numFiles"] == str(len(data))
-        assert parameters["totalSize"] == str(sum(f.size for f in data))
-        assert parameters["numRows"] == str(rows[partition_name])
+    for partition_name, (partition, fs, data) in _data_files(hms, table).items():
+        assert partition.parameters["numFiles"] == str(len(data))
+        assert partition.parameters["totalSize"] == str(sum(f.size for f in data))
+        assert partition.parameters["numRows"] == str(_rows_in(fs, data))
         files[partition_name] = len(data)
     return files
 
@@ -552,14 +543,6 @@ def _success_files(table: TableDefinition) -> list[str]:
     """The partitions (``dt=.../hr=...``) that hold a success file."""
     root = Path(table.options["path"].removeprefix("file://"))
     return sorted(str(marker.parent.relative_to(root)) for marker in root.glob("*/*/_SUCCESS"))
-
-
-def _ids_on_disk(table: TableDefinition) -> list[int]:
-    import pyarrow.dataset as ds
-
-    root = table.options["path"].removeprefix("file://")
-    dataset = ds.dataset(root, format="parquet", partitioning="hive", exclude_invalid_files=True)
-    return sorted(dataset.to_table(columns=["id"])["id"].to_pylist())
 
 
 def test_compaction_swaps_each_partitions_files_and_statistics_on_every_version(
@@ -571,14 +554,7 @@ def test_compaction_swaps_each_partitions_files_and_statistics_on_every_version(
     context = SimpleNamespace(spark=spark, table=table, catalog=SimpleNamespace(metastore_uri=uri), config=None)
     sink = FileSystemSink(context)
     for batch in range(4):  # four batch inserts: four small files in each of the two partitions
-        rows = spark.range(batch * 100, (batch + 1) * 100).selectExpr(
-            "id",
-            "concat('u', id % 7) AS user_id",
-            "id / 10 AS amount",
-            "timestamp_seconds(1795300000 + id) AS ts",
-            "'2026-11-22' AS dt",
-            "format_string('%02d', CAST(id % 2 AS INT)) AS hr",
-        )
+        rows = event_rows(spark, range(batch * 100, (batch + 1) * 100), hours=2)
         sink.write_batch(rows.coalesce(1), InsertPlan("load_compacted", (tmp_path / "checkpoint").as_uri()))
     names = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
     assert _files_by_partition(hms, table) == dict.fromkeys(names, 4)
@@ -586,7 +562,7 @@ def test_compaction_swaps_each_partitions_files_and_statistics_on_every_version(
     assert main(["compact", "versions_db.compacted", "--metastore-uri", uri, "--reader-grace", "0s", "--quiet"]) == 0
 
     assert _files_by_partition(hms, table) == dict.fromkeys(names, 1)
-    assert _ids_on_disk(table) == list(range(400))
+    assert committed_ids(Path(table.options["path"].removeprefix("file://"))) == list(range(400))
     assert [p for p in (tmp_path / "table" / "_sqlext").rglob("*") if p.is_file() and "trash" in p.parts] == []
 
 
@@ -681,4 +657,4 @@ def test_a_metastore_restarted_under_a_streaming_insert_gets_every_partition_onc
     finally:
         query.stop()
         launcher.start(settings)  # serving again for the worker's later tests, whatever happened
-    assert _ids_on_disk(table) == list(range(120))
+    assert committed_ids(Path(table.options["path"].removeprefix("file://"))) == list(range(120))
