@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 JARS_DIR ?= $(HOME)/.cache/sqlext/jars
 export SQLEXT_JARS_DIR = $(JARS_DIR)
 
-.PHONY: runtime install system-deps flink-venv jars demo test lint typecheck unit clean
+.PHONY: runtime install system-deps flink-venv jars class-archive demo test lint typecheck unit clean
 
 # sqlext and what it needs at run time: all `make demo` installs.
 runtime: $(VENV)/.runtime
@@ -47,6 +47,11 @@ $(FLINK_VENV)/.installed:
 jars: install
 	$(PY) -m tests.support.prefetch
 
+# A class-data sharing archive of Spark's classes, dumped once into the venv: the tests' Spark drivers map it
+# and start faster (tests/support/class_archive.py).
+class-archive: install
+	$(PY) -m tests.support.class_archive
+
 demo: runtime
 	$(VENV)/bin/sqlext demo
 
@@ -65,7 +70,7 @@ unit: install
 # recorded in tests/file_durations.json (tests/support/ordering.py), not by their number of tests. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 
-test: install system-deps flink-venv lint typecheck jars
+test: install system-deps flink-venv lint typecheck jars class-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:

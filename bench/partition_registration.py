@@ -1,5 +1,6 @@
 """Partition registration (a backfill of existing directories): sqlext's partition commit vs Spark's
-``MSCK REPAIR TABLE`` vs one HMS ``add_partition`` call per partition, on the same directory tree.
+``MSCK REPAIR TABLE`` vs one HMS ``add_partition`` call per partition vs the metastore's own limit (batched
+``add_partitions_req`` of partitions built in memory, nothing read from the files), on the same directory tree.
 
     python -m bench.partition_registration [--partitions 2000] [--repeats 3]
 
@@ -61,20 +62,36 @@ def register_with_sqlext(
     committer.close()
 
 
-def register_one_call_each(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
+def hms_partitions(
+    client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]
+) -> list[ttypes.Partition]:
+    """The partitions as the HMS stores them, statistics made up (no file is read)."""
     hms_table = client.get_table("bench", table.identifier.name)
     assert hms_table is not None
+    partitions = []
     for dt, hr in values:
         storage = copy.deepcopy(hms_table.sd)
         storage.location = f"{table.options['path']}/dt={dt}/hr={hr}"
-        partition = ttypes.Partition(
-            values=[dt, hr],
-            dbName="bench",
-            tableName=table.identifier.name,
-            sd=storage,
-            parameters={"numFiles": "1", "totalSize": "1"},
+        partitions.append(
+            ttypes.Partition(
+                values=[dt, hr],
+                dbName="bench",
+                tableName=table.identifier.name,
+                sd=storage,
+                parameters={"numFiles": "1", "totalSize": "1", "numRows": "100"},
+            )
         )
+    return partitions
+
+
+def register_one_call_each(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
+    for partition in hms_partitions(client, table, values):
         client.add_partitions("bench", table.identifier.name, [partition])  # one HMS call each
+
+
+def register_raw_batches(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
+    """The metastore's own limit: batched ``add_partitions_req`` of ready partitions, nothing read or listed."""
+    client.add_partitions("bench", table.identifier.name, hms_partitions(client, table, values))
 
 
 def main() -> None:
@@ -86,7 +103,12 @@ def main() -> None:
     home = scratch_dir()
     root = home / "tree"
     build_tree(root, values)
-    seconds: dict[str, list[float]] = {"sqlext": [], "msck_repair": [], "one_call_each": []}
+    seconds: dict[str, list[float]] = {
+        "sqlext": [],
+        "add_partitions_req": [],
+        "msck_repair": [],
+        "one_call_each": [],
+    }
     with metastore(home) as hms:
         spark = spark_session(hms.uri, home / "warehouse")
         client = MetastoreClient(hms.uri)
@@ -100,6 +122,7 @@ def main() -> None:
             state = home / f"state-{repeat}"
             actions: dict[str, Any] = {
                 "sqlext": partial(register_with_sqlext, tables["sqlext"], hms.uri, state, values),
+                "add_partitions_req": partial(register_raw_batches, client, tables["add_partitions_req"], values),
                 "msck_repair": partial(spark.sql, f"MSCK REPAIR TABLE bench.msck_repair_{repeat}"),
                 "one_call_each": partial(register_one_call_each, client, tables["one_call_each"], values),
             }

@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.support.trino",
     "tests.support.stores",
     "tests.support.ordering",
+    "tests.support.class_archive",
 ]
