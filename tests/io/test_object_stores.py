@@ -27,7 +27,7 @@ from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
-from tests.support.stores import HdfsCluster, s3a_jars
+from tests.support.stores import HdfsCluster, hadoop_cloud_jars, s3a_jars
 from tests.support.streams import write_hourly_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.slow]
@@ -147,7 +147,9 @@ def _assert_committed(
 
 
 def _s3a_conf(server: S3Server) -> dict[str, str]:
-    return {"spark.driver.extraClassPath": f"{s3a_jars()}/*", **server.hadoop_conf()}
+    """S3A's jars and Spark's binding committer on the driver's class path (so batches are written as pending
+    uploads), the server's keys."""
+    return {"spark.driver.extraClassPath": f"{s3a_jars()}/*:{hadoop_cloud_jars()}/*", **server.hadoop_conf()}
 
 
 def _s3_rows(server: S3Server, bucket: str, prefix: str) -> list[int]:
