@@ -179,7 +179,7 @@ class BatchPlanner:
             files.append(PlannedFile(item.uri, final, relative, item.size, item.rows, item.upload))
             if relative:
                 partitions[relative] = [self.settings.default_partition_name if v is None else v for v in values]
-        self._learn_row_size(files)
+        self.learn_row_size(files)
         return LogEntry(
             query=self.query_name,
             batch=batch_id,
@@ -206,7 +206,8 @@ class BatchPlanner:
             return sum(f.size for f in entry.files) / entry.rows
         return float(sum(_TYPE_WIDTH.get(c.type.split("(")[0].upper(), 32) for c in self.settings.table.data_columns))
 
-    def _learn_row_size(self, files: list[PlannedFile]) -> None:
+    def learn_row_size(self, files: list[PlannedFile]) -> None:
+        """Size the next batches' files by the bytes per row of ``files`` (those whose rows are counted)."""
         rows = sum(f.rows or 0 for f in files)
         if rows:
             self._bytes_per_row = sum(f.size for f in files) / rows

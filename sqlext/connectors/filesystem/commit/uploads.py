@@ -101,6 +101,7 @@ class BatchUploads:
                 row_counts[planned.final] = planned.rows
 
         list(self._pool().map(publish_file, entry.files))
+        self._planner.learn_row_size(entry.files)
 
     def _published(self, planned: PlannedFile) -> bool:
         """Whether the planned file's object is already there, with the planned size (completed before a
