@@ -269,6 +269,8 @@ def test_a_driver_killed_between_two_publishes_on_s3_then_restarted_commits_ever
     data_bytes = sum(v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-"))
     assert _data_bytes_sent(requests, prefix) == data_bytes, "a file was written again"
     assert _data_copies(requests, prefix) == []
+    completed = [r.key for r in requests if r.operation == "CompleteMultipartUpload"]
+    assert sorted(completed) == sorted(k.split("/", 3)[3] for k in objects if "/part-" in k), "completed twice"
 
 
 @pytest.mark.s3

@@ -88,10 +88,11 @@ class BatchUploads:
     def publish(self, entry: LogEntry, row_counts: dict[str, int]) -> None:
         """Step 3 (the log says ``inflight``): complete the planned uploads, count their rows."""
         uploads = self._operations()
+        published = self._published(entry)
 
         def publish_file(planned: PlannedFile) -> None:
             assert planned.upload is not None
-            if not self._published(planned):
+            if published.get(planned.final) != planned.size:
                 uploads.complete(planned.upload)
                 fault_point("mid-move", entry.batch)
             if planned.rows is None:
@@ -103,16 +104,19 @@ class BatchUploads:
         list(self._pool().map(publish_file, entry.files))
         self._planner.learn_row_size(entry.files)
 
-    def _published(self, planned: PlannedFile) -> bool:
-        """Whether the planned file's object is already there, with the planned size (completed before a
-        crash: an upload id completes once, and only sqlext completes them)."""
-        found = [s for s in self.fs.list_files(planned.final.rpartition("/")[0], recursive=False)]
-        return any(s.uri == planned.final and s.size == planned.size for s in found)
+    def _published(self, entry: LogEntry) -> dict[str, int]:
+        """The objects in the batch's partition dirs, URI -> size (one listing a dir): a planned file there
+        with its planned size was published before a crash (an upload completes once, and only sqlext
+        completes these)."""
+        directories = {planned.final.rpartition("/")[0] for planned in entry.files}
+        listings = self._pool().map(lambda directory: self.fs.list_files(directory, recursive=False), directories)
+        return {status.uri: status.size for found in listings for status in found}
 
     def discard(self, entry: LogEntry) -> None:
         """Roll back: abort the planned uploads not published (the published files are deleted by the
         caller), remove the manifests."""
-        unpublished = [p.upload for p in entry.files if p.upload is not None and not self._published(p)]
+        published = self._published(entry)
+        unpublished = [p.upload for p in entry.files if p.upload is not None and published.get(p.final) != p.size]
         if unpublished:
             list(self._pool().map(self._operations().abort, unpublished))
         self.clean(entry)
