@@ -15,6 +15,10 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    partitions it took in, is saved in the query checkpoint and the committed partitions are added to
    ``N.completed``.
 
+On ``s3a://`` (with S3A's and Spark's hadoop-cloud jars), an append has no staging dir and no move
+(:mod:`.uploads`): in step 1 Spark writes each file as a multipart upload to its final key that its job
+commit does not complete, step 2 records the uploads from the tasks' manifests, and step 3 completes them.
+
 **The overlapped commit** (a streaming insert with ``sink.partition-commit.async``, the default): steps 3-4
 of batch ``N`` run on the insert's background committer (:mod:`.background`), and ``foreachBatch`` returns
 once ``N`` is planned, so Spark writes batch ``N+1`` (step 1) while ``N`` is moved and committed, as Flink
