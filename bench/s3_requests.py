@@ -133,7 +133,7 @@ def main() -> None:
             ("sqlext_insert", "sqlext-insert", lambda t: sqlext_insert(server, settings.uri, input_dir, home / "b", t)),
         ):
             server.create_bucket(bucket)
-            (home / name[0]).mkdir(exist_ok=True)
+            (home / ("a" if name == "spark_file_sink" else "b")).mkdir(exist_ok=True)
             since = server.mark()
             print(f"running {name} ...", flush=True)
             run(f"s3a://{bucket}/warehouse/events")
