@@ -70,7 +70,10 @@ class BatchUploads:
         directory = s3magic.magic_dir(self.settings.path, self.query_name, batch)
         self._abort_attempt(directory, batch)
         self._planner.stage(rows, self.settings.path, s3magic.write_options(self.query_name, batch))
-        return self._planner.list_uploads(s3magic.pending_uploads(self.fs, directory))
+        uploads = s3magic.pending_uploads(self.fs, directory)
+        if not uploads:  # an empty batch: nothing to plan or publish, so nothing would remove the dir
+            self.fs.delete_dir(directory)
+        return self._planner.list_uploads(uploads)
 
     def _abort_attempt(self, directory: str, batch: int) -> None:
         abandoned = s3magic.abandoned_uploads(self.fs, directory)
