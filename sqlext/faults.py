@@ -6,14 +6,14 @@ costs one dictionary lookup. With the overlapped commit (``sink.partition-commit
 of the batch's background steps (:data:`BACKGROUND_POINTS`) is reached only once Spark has recorded that batch
 as done: the crash is then the one the overlap adds, of a batch Spark will not replay. Points, in commit order:
 
-``after-stage``        Spark wrote the batch's staging files; nothing recorded yet
+``after-stage``        Spark wrote the batch's staging files (on s3a://: its pending uploads); nothing recorded yet
 ``after-plan``         the batch's plan is recorded as ``requested``
 ``after-handoff``      overlapped commit (``sink.partition-commit.async``): the batch's moves and partition
                        commit are handed to the background committer and Spark has recorded the batch as
                        done (it will not replay it); nothing moved yet
 ``mid-move``           the first file of the batch has been moved to its partition (an overwrite: the
-                       first partition swapped)
-``after-move``         every file moved, the log still says ``inflight``
+                       first partition swapped; on s3a://: the first upload completed)
+``after-move``         every file moved (or published), the log still says ``inflight``
 ``after-log``          the log says ``completed``; partition commit not started
 ``between-policies``   the first commit policy ran on the ready partitions, the next has not
 ``after-policies``     every policy ran; the trigger state is not saved yet

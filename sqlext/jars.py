@@ -63,32 +63,42 @@ def cache_dir() -> Path:
     return Path(cache_home).expanduser().resolve() / "sqlext" / "jars"
 
 
-def fetched_dir(name: str, coordinates: Sequence[str], exclude: Sequence[str] = ()) -> Path:
-    """The directory the artifacts ``coordinates`` (with their dependencies, less ``exclude``) are fetched
-    into; its name is ``name`` plus a digest of both, so a new version or exclusion never reuses an old one."""
-    key = "\n".join([*sorted(coordinates), *(f"-{pair}" for pair in sorted(exclude))])
+def fetched_dir(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), transitive: bool = True) -> Path:
+    """The directory the artifacts ``coordinates`` (with their dependencies unless not ``transitive``, less
+    ``exclude``) are fetched into; its name is ``name`` plus a digest of them, so a new version or exclusion
+    never reuses an old one."""
+    key = "\n".join(
+        [*sorted(coordinates), *(f"-{pair}" for pair in sorted(exclude)), *([] if transitive else ["intransitive"])]
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return cache_dir() / f"{name}-{digest}"
 
 
-def is_fetched(name: str, coordinates: Sequence[str], exclude: Sequence[str] = ()) -> bool:
+def is_fetched(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), transitive: bool = True) -> bool:
     """True when :func:`fetch` has completed for these artifacts."""
-    return (fetched_dir(name, coordinates, exclude) / COMPLETE_MARKER).is_file()
+    return (fetched_dir(name, coordinates, exclude, transitive) / COMPLETE_MARKER).is_file()
 
 
-def fetch(name: str, coordinates: Sequence[str], exclude: Sequence[str] = (), timeout_s: float = 1800) -> Path:
+def fetch(
+    name: str,
+    coordinates: Sequence[str],
+    exclude: Sequence[str] = (),
+    timeout_s: float = 1800,
+    transitive: bool = True,
+) -> Path:
     """The jars of ``coordinates`` and their runtime dependencies in one directory, downloaded from Maven
     Central the first time (later calls return at once). ``exclude`` names ``group:artifact`` pairs left
-    out with their dependencies. Raises :class:`JarFetchError` naming the artifacts and Ivy's report."""
+    out with their dependencies; ``transitive=False`` fetches the jars of ``coordinates`` alone. Raises
+    :class:`JarFetchError` naming the artifacts and Ivy's report."""
     artifacts = [Artifact.parse(c) for c in coordinates]
-    target = fetched_dir(name, coordinates, exclude)
+    target = fetched_dir(name, coordinates, exclude, transitive)
     if (target / COMPLETE_MARKER).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         log.info("fetching %s from Maven Central into %s", ", ".join(map(str, artifacts)), target)
-        _retrieve(artifacts, exclude, staging, name, timeout_s)
+        _retrieve(artifacts, exclude, staging, name, timeout_s, transitive=transitive)
         (staging / COMPLETE_MARKER).write_text("\n".join(map(str, artifacts)) + "\n")
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
@@ -168,7 +178,7 @@ def _ivy_jar() -> Path:
     return found[-1]
 
 
-def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str], archive: str = "") -> str:
+def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str], archive: str = "", transitive: bool = True) -> str:
     if archive:  # the one file of that type, without the module's dependencies
         dependencies = "\n".join(
             f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->default" '
@@ -177,8 +187,9 @@ def _ivy_file(artifacts: Sequence[Artifact], exclude: Sequence[str], archive: st
             for a in artifacts
         )
     else:
+        intransitive = "" if transitive else ' transitive="false"'
         dependencies = "\n".join(
-            f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->default"/>'
+            f'    <dependency org="{a.group}" name="{a.name}" rev="{a.version}" conf="default->default"{intransitive}/>'
             for a in artifacts
         )
     exclusions = "\n".join(
@@ -205,11 +216,17 @@ _ARCHIVE_SETTINGS = """<ivysettings>
 
 
 def _retrieve(
-    artifacts: Sequence[Artifact], exclude: Sequence[str], target: Path, name: str, timeout_s: float, archive: str = ""
+    artifacts: Sequence[Artifact],
+    exclude: Sequence[str],
+    target: Path,
+    name: str,
+    timeout_s: float,
+    archive: str = "",
+    transitive: bool = True,
 ) -> None:
     java = shutil.which("java") or (Path(os.environ.get("JAVA_HOME", "")) / "bin" / "java").as_posix()
     ivy_file = target / "ivy.xml"
-    ivy_file.write_text(_ivy_file(artifacts, exclude, archive))
+    ivy_file.write_text(_ivy_file(artifacts, exclude, archive, transitive))
     settings: list[str] = []
     if archive:
         settings_file = target / "ivysettings.xml"

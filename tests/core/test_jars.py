@@ -22,6 +22,7 @@ def test_the_directory_changes_with_the_versions(monkeypatch: pytest.MonkeyPatch
     assert first.parent == tmp_path and first.name.startswith("junit-")
     assert first != jars.fetched_dir("junit", ["junit:junit:4.13.2"])
     assert first != jars.fetched_dir("junit", ["junit:junit:4.13.1"], exclude=["org.hamcrest:*"])
+    assert first != jars.fetched_dir("junit", ["junit:junit:4.13.1"], transitive=False)
 
 
 @pytest.mark.jars
@@ -33,6 +34,8 @@ def test_fetch_brings_the_dependencies_once(monkeypatch: pytest.MonkeyPatch, tmp
     (fetched / "junit-4.13.2.jar").unlink()
     assert jars.fetch("junit", ["junit:junit:4.13.2"]) == fetched  # complete: not fetched again
     assert not (fetched / "junit-4.13.2.jar").exists()
+    alone = jars.fetch("junit", ["junit:junit:4.13.2"], transitive=False)
+    assert [p.name for p in alone.glob("*.jar")] == ["junit-4.13.2.jar"]
 
 
 @pytest.mark.jars

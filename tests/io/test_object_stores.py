@@ -3,8 +3,10 @@ mini cluster, run by ``sqlext run`` configured only with ``--conf`` keys (the st
 ``spark.hadoop.*`` keys), on a metastore given the same jars and keys: every row once, every partition
 registered in the HMS with its statistics and ``_SUCCESS``, the commit log read back by ``sqlext commits``.
 
-On S3 the server's request log also gives what the commit costs: the ``CopyObject`` requests of data files
-and the bytes PUT against the bytes of the files (``docs/object-stores.md``, "Requests per batch on S3").
+On S3 each batch is written as pending multipart uploads to the files' final keys and published by sqlext
+completing them (``sqlext/connectors/filesystem/commit/uploads.py``): the server's request log shows what the
+commit costs (no ``CopyObject`` of a data file, each data byte sent once; ``docs/object-stores.md``, "Requests
+per batch on S3"), and two crashes show it exactly once: in the publish, and before the plan.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.faults import EXIT_CODE
 from sqlext.io.fs import FileSystem
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
-from tests.support.stores import HdfsCluster, s3a_jars
+from tests.support.stores import HdfsCluster, hadoop_cloud_jars, s3a_jars
 from tests.support.streams import write_hourly_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.slow]
@@ -147,7 +149,9 @@ def _assert_committed(
 
 
 def _s3a_conf(server: S3Server) -> dict[str, str]:
-    return {"spark.driver.extraClassPath": f"{s3a_jars()}/*", **server.hadoop_conf()}
+    """S3A's jars and Spark's binding committer on the driver's class path (so batches are written as pending
+    uploads), the server's keys."""
+    return {"spark.driver.extraClassPath": f"{s3a_jars()}/*:{hadoop_cloud_jars()}/*", **server.hadoop_conf()}
 
 
 def _s3_rows(server: S3Server, bucket: str, prefix: str) -> list[int]:
@@ -175,6 +179,25 @@ def _s3_commit_log(server: S3Server, bucket: str, prefix: str) -> list[dict[str,
             latest[batch] = (order[state], key)
     client = server.client()
     return [json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read()) for _, key in latest.values()]
+
+
+def _data_bytes_sent(requests: list[S3Request], table_prefix: str) -> int:
+    """Bytes PUT or uploaded as parts into the table's data files (their final keys)."""
+    return sum(
+        r.body_bytes
+        for r in requests
+        if r.operation in ("PutObject", "UploadPart")
+        and r.key.startswith(table_prefix + "/")
+        and "/__magic_job-" not in r.key
+        and r.key.rsplit("/", 1)[1].startswith("part-")
+    )
+
+
+def _assert_nothing_pending(server: S3Server, bucket: str, prefix: str) -> None:
+    """No manifest of the magic committer left in the table, no multipart upload left incomplete."""
+    assert [k for k in server.objects(bucket, prefix) if "/__magic_job-" in k] == [], "manifests left"
+    uploads = server.client().list_multipart_uploads(Bucket=bucket, Prefix=prefix).get("Uploads", [])
+    assert [u["Key"] for u in uploads] == [], "incomplete uploads left"
 
 
 def _data_copies(requests: list[S3Request], table_prefix: str) -> list[S3Request]:
@@ -206,31 +229,30 @@ def test_a_streaming_insert_into_s3_commits_every_row_once_and_its_partitions_in
     with MetastoreClient(store_metastore.uri) as hms:
         _assert_committed(hms, "s3_db", table_uri, objects, log)
 
-    # Today's cost on S3 (the baseline of #34): each data file is copied twice server-side, by Spark's task
-    # commit into the staging dir and by sqlext's move into its partition; each byte is PUT once.
+    # Each data file's bytes are sent once, as a multipart upload to its final key that sqlext completes at
+    # commit: no server-side copy (the rename path copied each file twice), nothing left pending.
     data_files = {k: v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-")}
-    copies = _data_copies(requests, prefix)
-    assert len(copies) == 2 * len(data_files)
-    put_bytes = sum(r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart"))
-    data_puts = sum(
-        r.body_bytes
-        for r in requests
-        if r.operation in ("PutObject", "UploadPart") and r.key.rsplit("/", 1)[1].startswith("part-")
-    )
-    assert data_puts == sum(data_files.values())
-    _report(requests, data_files, copies, put_bytes)
+    assert _data_copies(requests, prefix) == []
+    assert _data_bytes_sent(requests, prefix) == sum(data_files.values())
+    completed = [r for r in requests if r.operation == "CompleteMultipartUpload"]
+    assert sorted(f"s3a://{bucket}/{r.key}" for r in completed) == sorted(data_files)
+    _assert_nothing_pending(s3_server, bucket, prefix)
+    _report(requests, data_files, prefix)
     assert [r for r in requests if r.status >= 500] == []
 
 
 @pytest.mark.s3
-def test_a_driver_killed_between_two_moves_on_s3_then_restarted_commits_every_row_once(
+def test_a_driver_killed_between_two_publishes_on_s3_then_restarted_commits_every_row_once(
     s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
+    """Killed once the first of a planned batch's two uploads is completed: the restart completes the other
+    from the plan, uploads nothing again, and leaves no manifest and no upload pending."""
     bucket, prefix = "sqlext-crash", "warehouse/events"
     s3_server.create_bucket(bucket)
     table_uri = f"s3a://{bucket}/{prefix}"
-    two_files = ", 'sink.parallelism' = '2'"  # two files in the batch, so the kill falls between their moves
+    two_files = ", 'sink.parallelism' = '2'"  # two files in the batch, so the kill falls between their publishes
     storage = _s3a_conf(s3_server)
+    since = s3_server.mark()
 
     _, crashed = _start_job(tmp_path, "crash_s3_db", table_uri, store_metastore, storage, "mid-move@1", two_files)
     assert crashed.returncode == EXIT_CODE, crashed.stderr[-4000:]
@@ -242,6 +264,43 @@ def test_a_driver_killed_between_two_moves_on_s3_then_restarted_commits_every_ro
     assert _s3_rows(s3_server, bucket, prefix) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
     with MetastoreClient(store_metastore.uri) as hms:
         _assert_committed(hms, "crash_s3_db", table_uri, objects, _s3_commit_log(s3_server, bucket, prefix))
+    _assert_nothing_pending(s3_server, bucket, prefix)
+    requests = s3_server.requests(since)
+    data_bytes = sum(v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-"))
+    assert _data_bytes_sent(requests, prefix) == data_bytes, "a file was written again"
+    assert _data_copies(requests, prefix) == []
+    completed = [r.key for r in requests if r.operation == "CompleteMultipartUpload"]
+    assert sorted(completed) == sorted(k.split("/", 3)[3] for k in objects if "/part-" in k), "completed twice"
+
+
+@pytest.mark.s3
+def test_a_driver_killed_before_the_plan_on_s3_aborts_the_old_uploads_and_writes_the_batch_once(
+    s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    """Killed after Spark wrote batch 1 as pending uploads, before sqlext planned it: the restart replays the
+    batch, aborts the uploads of the first attempt (named by its manifests) and writes the batch afresh."""
+    bucket, prefix = "sqlext-replay", "warehouse/events"
+    s3_server.create_bucket(bucket)
+    table_uri = f"s3a://{bucket}/{prefix}"
+    storage = _s3a_conf(s3_server)
+    since = s3_server.mark()
+
+    _, crashed = _start_job(tmp_path, "replay_s3_db", table_uri, store_metastore, storage, "after-stage@1")
+    assert crashed.returncode == EXIT_CODE, crashed.stderr[-4000:]
+    assert "fault point 'after-stage' reached (batch 1)" in crashed.stderr
+    left = {r.query["uploadId"][0] for r in s3_server.requests(since) if r.operation == "UploadPart"}
+    _, finished = _start_job(tmp_path, "replay_s3_db", table_uri, store_metastore, storage)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+
+    requests = s3_server.requests(since)
+    completed = {r.query["uploadId"][0] for r in requests if r.operation == "CompleteMultipartUpload"}
+    aborted = {r.query["uploadId"][0] for r in requests if r.operation == "AbortMultipartUpload"}
+    assert aborted and aborted == left - completed, "the first attempt's uploads of batch 1 are aborted"
+    objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
+    assert _s3_rows(s3_server, bucket, prefix) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
+    with MetastoreClient(store_metastore.uri) as hms:
+        _assert_committed(hms, "replay_s3_db", table_uri, objects, _s3_commit_log(s3_server, bucket, prefix))
+    _assert_nothing_pending(s3_server, bucket, prefix)
 
 
 @pytest.mark.s3
@@ -264,12 +323,15 @@ def test_an_insert_without_s3_credentials_fails_naming_the_path_and_the_keys_bef
     assert written == [], "nothing of the insert in the bucket"
 
 
-def _report(requests: list[S3Request], data: dict[str, int], copies: list[S3Request], put_bytes: int) -> None:
+def _report(requests: list[S3Request], data: dict[str, int], prefix: str) -> None:
     """What the tests measured, printed for docs/object-stores.md (shown with ``-s`` or ``-rP``)."""
     counts = Counter(r.operation for r in requests)
+    sent = sum(r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart"))
+    manifests = sum(r.body_bytes for r in requests if r.operation == "PutObject" and "/__magic_job-" in r.key)
     print(
         f"\nS3 requests for {len(data)} data files ({sum(data.values())} bytes): {dict(sorted(counts.items()))}; "
-        f"CopyObject of data files: {len(copies)}; bytes PUT: {put_bytes}"
+        f"CopyObject of data files: {len(_data_copies(requests, prefix))}; bytes into data files: "
+        f"{_data_bytes_sent(requests, prefix)}; manifests: {manifests}; bytes PUT in all: {sent}"
     )
 
 

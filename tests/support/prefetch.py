@@ -16,7 +16,7 @@ from sqlext import jars
 from sqlext.catalog.metastore.versions import RELEASES
 from sqlext.connectors.kafka.spark_source import jar_paths
 from tests.support.kafka import broker_classpath
-from tests.support.stores import hdfs_jars, s3a_jars
+from tests.support.stores import hadoop_cloud_jars, hdfs_jars, s3a_jars
 from tests.support.trino import trino_install
 
 
@@ -26,6 +26,7 @@ def jar_fetchers() -> dict[str, Callable[[], object]]:
         "Kafka broker": broker_classpath,
         "Spark's Kafka source": jar_paths,
         "S3A": s3a_jars,
+        "Spark's hadoop-cloud committers": hadoop_cloud_jars,
         "HDFS mini cluster": hdfs_jars,
         "Trino server": trino_install,
     }

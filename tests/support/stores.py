@@ -19,6 +19,7 @@ import pytest
 from sqlext import jars
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.io import s3magic
 from sqlext.paths import pyspark_jars_dir
 from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.s3_server import S3Server, start_server, stop_server
@@ -58,6 +59,12 @@ HDFS_EXCLUDE = (
 def s3a_jars() -> Path:
     """The directory of S3A's jars (fetched the first time)."""
     return jars.fetch("s3a", S3A_ARTIFACTS, exclude=S3A_EXCLUDE)
+
+
+def hadoop_cloud_jars() -> Path:
+    """The directory of Spark's ``spark-hadoop-cloud`` jar alone (its binding committer; the cloud connectors it
+    depends on are left out): with S3A's jars, sqlext writes s3a:// batches as pending uploads."""
+    return jars.fetch("spark-hadoop-cloud", [s3magic.HADOOP_CLOUD_ARTIFACT], transitive=False)
 
 
 def hdfs_jars() -> Path:

@@ -45,6 +45,9 @@ class PlannedFile:
     partition: str
     size: int
     rows: int | None
+    #: A file written as a pending multipart upload to ``final`` (S3A's magic committer): the upload as S3A's
+    #: ``SinglePendingCommit`` JSON; ``staged`` is then ``final`` too. None: a staged file, moved into place.
+    upload: dict[str, Any] | None = None
 
 
 @dataclass

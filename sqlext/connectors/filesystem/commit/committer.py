@@ -15,6 +15,10 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    partitions it took in, is saved in the query checkpoint and the committed partitions are added to
    ``N.completed``.
 
+On ``s3a://`` (with S3A's and Spark's hadoop-cloud jars), an append has no staging dir and no move
+(:mod:`.uploads`): in step 1 Spark writes each file as a multipart upload to its final key that its job
+commit does not complete, step 2 records the uploads from the tasks' manifests, and step 3 completes them.
+
 **The overlapped commit** (a streaming insert with ``sink.partition-commit.async``, the default): steps 3-4
 of batch ``N`` run on the insert's background committer (:mod:`.background`), and ``foreachBatch`` returns
 once ``N`` is planned, so Spark writes batch ``N+1`` (step 1) while ``N`` is moved and committed, as Flink
@@ -77,6 +81,7 @@ from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommit
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
+from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError
@@ -138,7 +143,10 @@ class BatchCommitter:
             self.schema_watch,
         )
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
-        self._mover = BatchMover(settings, query_name, self.fs, self.log, self._move_pool, self._row_counts)
+        self._uploads = BatchUploads(settings, query_name, self.fs, self._planner, self._move_pool)
+        self._mover = BatchMover(
+            settings, query_name, self.fs, self.log, self._move_pool, self._row_counts, self._uploads
+        )
         self.progress = InsertProgress()
         self.insert = self._partitions.insert
 
@@ -181,6 +189,10 @@ class BatchCommitter:
         follows them (:mod:`sqlext.connectors.filesystem.event_time`), which the batch then commits with."""
 
         def stage() -> list[StagedFile]:
+            # An append on s3a:// is written as pending uploads to the files' final keys (no copy), the rest
+            # into the hidden staging dir (INSERT OVERWRITE swaps whole partition dirs from there).
+            if not overwrite and self._uploads.applies(rows):
+                return self._uploads.stage(rows, batch_id)
             staging = self.log.staging_dir(self.query_name, batch_id)
             self._planner.stage(rows, staging)
             return self._planner.list_staged(staging)
@@ -262,8 +274,8 @@ class BatchCommitter:
                 fault_point("after-log", batch)
             else:
                 # A replay or a restart's recovery: a crash between recording `completed` and removing the
-                # staging dir leaves the dir behind.
-                self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+                # staging (or manifest) dir leaves the dir behind.
+                self._mover.clean(entry)
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
             self.progress.add(entry, len(committed))
             if listeners.listening():

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.files import is_data_file
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -30,6 +31,7 @@ class BatchMover:
         log: CommitLog,
         pool: Callable[[], ThreadPoolExecutor],
         row_counts: dict[str, int],
+        uploads: BatchUploads,
     ) -> None:
         self.settings = settings
         self.query_name = query_name
@@ -37,11 +39,19 @@ class BatchMover:
         self.log = log
         self._pool = pool
         self._row_counts = row_counts
+        self._uploads = uploads
 
     def move(self, entry: LogEntry) -> None:
         """Step 3: record ``inflight``, move the planned files into place (an overwrite first puts what it
-        replaces aside), record ``completed`` and remove the staging dir."""
+        replaces aside), record ``completed`` and remove the staging dir. A batch written as pending uploads
+        has its uploads completed instead (:mod:`.uploads`)."""
         self.log.transition(entry, State.INFLIGHT)
+        if any(planned.upload is not None for planned in entry.files):
+            self._uploads.publish(entry, self._row_counts)
+            fault_point("after-move", entry.batch)
+            self.log.transition(entry, State.COMPLETED)
+            self._uploads.clean(entry)
+            return
         if entry.operation == "overwrite" and self.settings.keys:
             self._swap_partitions(entry)
         elif entry.operation == "overwrite":
@@ -139,9 +149,18 @@ class BatchMover:
                 entry.replaced_files.append(status.uri)
         self.log.write(entry)
 
+    def clean(self, entry: LogEntry) -> None:
+        """Remove what a ``completed`` batch may have left behind a crash: its staging or manifest dir."""
+        self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
+        if any(planned.upload is not None for planned in entry.files):
+            self._uploads.clean(entry)
+
     def roll_back(self, entry: LogEntry) -> None:
-        """Undo an unfinished append: delete the files it moved, its staging dir, then its log entry (in
-        that order, so that a crash while rolling back leaves an entry that the next run rolls back again)."""
+        """Undo an unfinished append: delete the files it moved (or published), its staging dir (or abort its
+        unpublished uploads), then its log entry (in that order, so that a crash while rolling back leaves an
+        entry that the next run rolls back again)."""
+        if any(planned.upload is not None for planned in entry.files):
+            self._uploads.discard(entry)
         moved = [planned.final for planned in entry.files if self.fs.exists(planned.final)]
         for final in moved:
             self.fs.delete_file(final)

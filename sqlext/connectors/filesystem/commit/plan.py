@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.formats import ltz_columns, prepare_write
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
@@ -18,6 +18,7 @@ from sqlext.connectors.filesystem.escaping import parse_partition_path, partitio
 from sqlext.connectors.filesystem.files import count_rows
 from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkSettings
 from sqlext.errors import CommitError
+from sqlext.io import s3magic
 from sqlext.io.fs import FileSystem, join
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class StagedFile:
     size: int
     values: list[str | None]
     rows: int | None
+    #: Written as a pending upload to ``uri`` (S3A's magic committer): the upload (``PlannedFile.upload``).
+    upload: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,10 @@ class BatchPlanner:
         self._pool = pool
         self._bytes_per_row = self._initial_row_size()
 
-    def stage(self, rows: DataFrame, staging: str) -> None:
-        """Step 1: write ``rows`` into the hidden dir ``staging``, laid out and sized by the sink's options."""
+    def stage(self, rows: DataFrame, staging: str, uploads: dict[str, str] | None = None) -> None:
+        """Step 1: write ``rows`` into the hidden dir ``staging``, laid out and sized by the sink's options;
+        with ``uploads`` (:func:`sqlext.io.s3magic.write_options`), appended to the table as pending uploads
+        instead (``staging`` is then the table)."""
         writer_input = rows
         keys = list(self.settings.keys)
         if self.settings.parallelism:
@@ -124,13 +129,13 @@ class BatchPlanner:
         frame, spark_format, options = prepare_write(
             self.settings.format, self.settings.format_options, writer_input, keys, ltz
         )
-        writer = frame.write.format(spark_format).mode("overwrite")
+        writer = frame.write.format(spark_format).mode("append" if uploads else "overwrite")
         if keys:
             writer = writer.partitionBy(*keys)
         # Hadoop's committer algorithm 2, for this write only (Spark passes write options into the job's
         # Hadoop configuration): a task's commit renames its files straight into the staging dir and the job
         # commit renames nothing, one rename per file instead of algorithm 1's two (see STAGING_COMMITTER).
-        options.update(STAGING_COMMITTER)
+        options.update(uploads or STAGING_COMMITTER)
         if self.settings.rolling_file_size:
             options["maxRecordsPerFile"] = str(max(1, int(self.settings.rolling_file_size / self._bytes_per_row)))
         writer.options(**options).save(staging)
@@ -150,6 +155,19 @@ class BatchPlanner:
             for (status, directory), rows in zip(data, counts, strict=True)
         ]
 
+    def list_uploads(self, uploads: list[dict[str, Any]]) -> list[StagedFile]:
+        """The data files of a batch written as pending uploads (``uploads``: S3A's commits, their final
+        keys in ``k=v`` dirs of the table). Their rows are counted once they are published."""
+        table = self.settings.path.rstrip("/") + "/"
+        found = []
+        for upload in uploads:
+            uri = s3magic.final_uri(self.settings.path, upload)
+            if not uri.startswith(table):
+                raise CommitError(f"An upload of the batch goes to {uri}, outside the table {self.settings.path}")
+            directory = uri[len(table) :].rpartition("/")[0]
+            found.append(StagedFile(uri, int(upload["length"]), self._partition_values(directory), None, upload))
+        return found
+
     def plan(self, batch_id: int, staged: list[StagedFile], info: BatchInfo) -> LogEntry:
         """Step 2: each staged file's final ``k=v`` location, as the batch's ``requested`` log entry."""
         files: list[PlannedFile] = []
@@ -158,10 +176,10 @@ class BatchPlanner:
             values = item.values
             relative = partition_path(self.settings.keys, values, self.settings.default_partition_name)
             final = join(self.settings.path, relative, item.uri.rsplit("/", 1)[1])
-            files.append(PlannedFile(item.uri, final, relative, item.size, item.rows))
+            files.append(PlannedFile(item.uri, final, relative, item.size, item.rows, item.upload))
             if relative:
                 partitions[relative] = [self.settings.default_partition_name if v is None else v for v in values]
-        self._learn_row_size(files)
+        self.learn_row_size(files)
         return LogEntry(
             query=self.query_name,
             batch=batch_id,
@@ -188,7 +206,8 @@ class BatchPlanner:
             return sum(f.size for f in entry.files) / entry.rows
         return float(sum(_TYPE_WIDTH.get(c.type.split("(")[0].upper(), 32) for c in self.settings.table.data_columns))
 
-    def _learn_row_size(self, files: list[PlannedFile]) -> None:
+    def learn_row_size(self, files: list[PlannedFile]) -> None:
+        """Size the next batches' files by the bytes per row of ``files`` (those whose rows are counted)."""
         rows = sum(f.rows or 0 for f in files)
         if rows:
             self._bytes_per_row = sum(f.size for f in files) / rows
