@@ -100,8 +100,21 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
         print(f"sqlext: {explained}", file=sys.stderr)
         return 1
     finally:
-        if not memory.jvm_ended():
-            spark.stop()
+        stop_unless_gone(spark)
+
+
+def stop_unless_gone(spark: Any) -> None:
+    """Stop the session, unless its JVM ended or is ending: a JVM that ran out of memory may still be shutting
+    down when the run has said so, and stopping it then fails on the bridge (a py4j error that would print
+    a traceback under the message that says what to set)."""
+    if memory.jvm_ended():
+        return
+    try:
+        spark.stop()
+    except Exception as exc:
+        if not memory.is_connection_loss(exc):
+            raise
+        log.debug("the session was not stopped: its JVM is going away (%s)", exc)
 
 
 def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
