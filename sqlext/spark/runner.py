@@ -67,6 +67,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
     from sqlext.spark.session import spark_session
 
     setup_command_logging()
+    memory.exit_on_out_of_memory()
     spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
     spark.sparkContext.setLogLevel("ERROR")
     session = spark._sqlext_session  # type: ignore[attr-defined]

@@ -3,9 +3,13 @@ errors the JVM reported."""
 
 from __future__ import annotations
 
+import logging
+import os
+
 import pytest
 from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
+from sqlext.spark import memory
 from sqlext.spark.memory import is_connection_loss, mentions_out_of_memory
 from sqlext.spark.runner import stop_unless_gone
 
@@ -69,3 +73,32 @@ def test_a_stop_that_fails_otherwise_still_raises() -> None:
     with pytest.raises(ValueError, match="bad value"):
         stop_unless_gone(session)
     assert session.stop_calls == 1
+
+
+def test_the_jvm_a_run_launches_ends_at_its_first_out_of_memory_error_keeping_other_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(memory.SUBMIT_OPTS_ENV, "-Dsome.user=option")
+
+    memory.exit_on_out_of_memory()
+    memory.exit_on_out_of_memory()
+
+    assert os.environ[memory.SUBMIT_OPTS_ENV] == "-Dsome.user=option -XX:+ExitOnOutOfMemoryError"
+
+
+def test_py4j_log_records_are_dropped_only_once_the_jvm_ended(monkeypatch: pytest.MonkeyPatch) -> None:
+    ended = False
+    monkeypatch.setattr(memory, "jvm_ended", lambda: ended)
+    quiet = memory._Py4jAfterTheJvmEnded()
+
+    def record(name: str, path: str) -> logging.LogRecord:
+        return logging.LogRecord(name, logging.ERROR, path, 1, "Exception while sending command.", None, None)
+
+    from_py4j = record("py4j.clientserver", "/venv/site-packages/py4j/clientserver.py")
+    through_root = record("root", "/venv/site-packages/py4j/java_gateway.py")
+    ours = record("sqlext.commit", "/repo/sqlext/commit.py")
+
+    assert quiet.filter(from_py4j) and quiet.filter(through_root) and quiet.filter(ours)
+    ended = True
+    assert not quiet.filter(from_py4j) and not quiet.filter(through_root)
+    assert quiet.filter(ours)

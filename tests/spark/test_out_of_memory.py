@@ -65,7 +65,9 @@ def test_a_run_out_of_memory_says_what_to_set_and_a_rerun_with_more_resumes(
 
     assert starved.returncode == 1
     last = starved.stderr.strip().splitlines()[-1]
-    assert "ran out of memory" in last and "spark.driver.memory" in last and "spark.executor.memory" in last, last
+    assert "ran out of memory" in last and "spark.driver.memory" in last and "spark.executor.memory" in last, (
+        starved.stderr[-4000:]
+    )
     assert _rows(table) == [(i, len(f"pad-{i}")) for i in range(10)], "committed rows lost"
     assert sorted(hms.get_partition_names("oom", "t")) == ["part=0", "part=1"]
 
