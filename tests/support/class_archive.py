@@ -28,7 +28,8 @@ from pathlib import Path
 import pyspark
 import pytest
 
-SUBMIT_OPTS_ENV = "SPARK_SUBMIT_OPTS"
+from sqlext.spark.memory import SUBMIT_OPTS_ENV
+
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
