@@ -106,6 +106,12 @@ class LogEntry:
         }
 
     @property
+    def uploaded(self) -> bool:
+        """Whether the batch was written as pending uploads to its files' final keys (S3A's magic committer),
+        published by completing them rather than moved."""
+        return any(f.upload is not None for f in self.files)
+
+    @property
     def rows_known(self) -> bool:
         """Whether every file's rows were counted (not so for compressed csv/json files)."""
         return all(f.rows is not None for f in self.files)

@@ -45,9 +45,11 @@ class BatchMover:
         """Step 3: record ``inflight``, move the planned files into place (an overwrite first puts what it
         replaces aside), record ``completed`` and remove the staging dir. A batch written as pending uploads
         has its uploads completed instead (:mod:`.uploads`)."""
+        # Uploads are completed only once the log says inflight: an entry that says so already is a restart.
+        resumed = entry.state is State.INFLIGHT
         self.log.transition(entry, State.INFLIGHT)
-        if any(planned.upload is not None for planned in entry.files):
-            self._uploads.publish(entry, self._row_counts)
+        if entry.uploaded:
+            self._uploads.publish(entry, self._row_counts, resumed)
             fault_point("after-move", entry.batch)
             self.log.transition(entry, State.COMPLETED)
             self._uploads.clean(entry)
@@ -152,14 +154,14 @@ class BatchMover:
     def clean(self, entry: LogEntry) -> None:
         """Remove what a ``completed`` batch may have left behind a crash: its staging or manifest dir."""
         self.fs.delete_dir(self.log.staging_dir(entry.query, entry.batch))
-        if any(planned.upload is not None for planned in entry.files):
+        if entry.uploaded:
             self._uploads.clean(entry)
 
     def roll_back(self, entry: LogEntry) -> None:
         """Undo an unfinished append: delete the files it moved (or published), its staging dir (or abort its
         unpublished uploads), then its log entry (in that order, so that a crash while rolling back leaves an
         entry that the next run rolls back again)."""
-        if any(planned.upload is not None for planned in entry.files):
+        if entry.uploaded:
             self._uploads.discard(entry)
         moved = [planned.final for planned in entry.files if self.fs.exists(planned.final)]
         for final in moved:

@@ -7,8 +7,8 @@
    uploads are read from the task manifests (``.pendingset``) and planned like staged files, each with its
    upload (``PlannedFile.upload``);
 3. **publish** — each planned upload is completed (its object appears whole at its final key), unless its
-   object is already there with the planned size (a restart after a crash in this step); rows are counted
-   from the published files' footers; after ``completed`` the manifests are deleted.
+   object is already there with the planned size (looked for only on a restart after a crash in this step);
+   rows are counted from the published files' footers; after ``completed`` the manifests are deleted.
 
 Exactly once: an upload becomes visible only when sqlext completes it, and sqlext completes only uploads its
 log planned; a batch not planned is written again after its old uploads are aborted.
@@ -88,10 +88,11 @@ class BatchUploads:
             list(self._pool().map(uploads.abort, abandoned))
         self.fs.delete_dir(directory)
 
-    def publish(self, entry: LogEntry, row_counts: dict[str, int]) -> None:
-        """Step 3 (the log says ``inflight``): complete the planned uploads, count their rows."""
+    def publish(self, entry: LogEntry, row_counts: dict[str, int], resumed: bool) -> None:
+        """Step 3 (the log says ``inflight``): complete the planned uploads, count their rows. ``resumed``: the
+        log said ``inflight`` before, so a crash may have published some (they are listed, and skipped)."""
         uploads = self._operations()
-        published = self._published(entry)
+        published = self._published(entry) if resumed else {}
 
         def publish_file(planned: PlannedFile) -> None:
             assert planned.upload is not None
