@@ -1,0 +1,218 @@
+"""What the storage tests run and check: the hourly streaming job of ``sqlext run`` against a table on S3 or
+HDFS (configured only by ``--conf`` keys), and the checks of a committed table there: rows read back, the HMS's
+partitions and statistics against the files, the commit log, and the S3 server's requests (no copy of a data
+file, each data byte sent once, nothing left pending).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.dataset as ds
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.io.fs import FileSystem
+from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
+from tests.support.stores import hadoop_cloud_jars, s3a_jars
+from tests.support.streams import write_hourly_events
+
+REPO = Path(__file__).resolve().parents[2]
+HOURS = 4
+ROWS_PER_HOUR = 30
+PARTITIONS = [f"dt=2026-11-22/hr={h:02d}" for h in range(HOURS)]
+
+
+def hourly_job_sql(database: str, input_dir: Path, table_uri: str, sink_options: str = "") -> str:
+    """Hourly event files streamed one per micro-batch into a table partitioned by day and hour."""
+    return f"""
+CREATE DATABASE IF NOT EXISTS {database};
+CREATE TABLE IF NOT EXISTS {database}.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3),
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH ('connector' = 'filesystem', 'path' = '{input_dir.as_uri()}', 'format' = 'parquet',
+      'source.max-files-per-trigger' = '1');
+CREATE TABLE IF NOT EXISTS {database}.events (
+  id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), dt STRING, hr STRING)
+PARTITIONED BY (dt, hr)
+WITH ('connector' = 'filesystem', 'path' = '{table_uri}', 'format' = 'parquet',
+      'sink.partition-commit.trigger' = 'partition-time', 'sink.partition-commit.delay' = '1 h',
+      'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00',
+      'sink.partition-commit.policy.kind' = 'metastore,success-file' {sink_options});
+INSERT INTO {database}.events
+SELECT id, user_id, amount, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM {database}.src;
+"""
+
+
+def run_cli(
+    args: list[str], conf: dict[str, str], home: Path, fault: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+    env = {**os.environ, "SQLEXT_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env.pop("SQLEXT_FAULT", None)
+    if fault:
+        env["SQLEXT_FAULT"] = fault
+    command = [sys.executable, "-m", "sqlext.cli", *args, *flags]
+    return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def start_job(
+    tmp_path: Path,
+    database: str,
+    table_uri: str,
+    metastore: MetastoreSettings,
+    storage_conf: dict[str, str],
+    fault: str | None = None,
+    sink_options: str = "",
+) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
+    """Run the job with ``sqlext run`` (its input written the first time; ``fault``: ``SQLEXT_FAULT``);
+    return the conf it ran with (for ``sqlext commits``) and the run."""
+    if not (tmp_path / "input").is_dir():
+        write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+    job_file = tmp_path / "job.sql"
+    job_file.write_text(hourly_job_sql(database, tmp_path / "input", table_uri, sink_options))
+    conf = {
+        "spark.master": "local[2]",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.sqlext.metastore.uris": metastore.uri,
+        "spark.sqlext.checkpoint.root": (tmp_path / "checkpoints").as_uri(),
+        **storage_conf,
+    }
+    return conf, run_cli(["run", str(job_file)], conf, tmp_path / "home", fault)
+
+
+def run_insert(
+    tmp_path: Path, database: str, table_uri: str, metastore: MetastoreSettings, storage_conf: dict[str, str]
+) -> dict[str, str]:
+    """Run the job to its end; return the conf it ran with."""
+    conf, done = start_job(tmp_path, database, table_uri, metastore, storage_conf)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return conf
+
+
+def commit_log(table_uri: str, conf: dict[str, str], home: Path) -> list[dict[str, Any]]:
+    """The batches of the table's commit log, as ``sqlext commits --json`` prints them."""
+    done = run_cli(["commits", table_uri, "--json"], conf, home)
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return [line for line in lines if "insert" not in line]
+
+
+def assert_committed(
+    hms: MetastoreClient,
+    database: str,
+    table_uri: str,
+    objects: dict[str, int],
+    log: list[dict[str, Any]],
+) -> None:
+    """The HMS lists each hour once, at its place, with the statistics of the data files there and a
+    ``_SUCCESS``; the commit log has every batch completed and every row once. ``objects``: every file under
+    the table, URI -> size (S3A's empty ``dir/`` markers included)."""
+    assert sorted(hms.get_partition_names(database, "events")) == PARTITIONS
+    for partition in hms.get_partitions_by_names(database, "events", PARTITIONS):
+        relative = f"dt={partition.values[0]}/hr={partition.values[1]}"
+        location = f"{table_uri}/{relative}"
+        assert partition.sd.location == location
+        inside = {k[len(location) + 1 :]: v for k, v in objects.items() if k.startswith(location + "/")}
+        data = {k: v for k, v in inside.items() if k and not k.startswith(("_", ".")) and not k.endswith("/")}
+        assert f"{location}/_SUCCESS" in objects, f"no _SUCCESS in {location}"
+        assert data, f"no data file in {location}"
+        assert partition.parameters["numFiles"] == str(len(data))
+        assert partition.parameters["totalSize"] == str(sum(data.values()))
+        assert partition.parameters["numRows"] == str(ROWS_PER_HOUR)
+    assert log and {entry["state"] for entry in log} == {"completed"}
+    assert sum(f["rows"] for entry in log for f in entry["files"]) == HOURS * ROWS_PER_HOUR
+    assert {f["final"] for entry in log for f in entry["files"]} == {k for k in objects if "/part-" in k}
+    committed = [p for entry in log for p in [*entry["committed_partitions"], *entry["committed_later"]]]
+    assert sorted(set(committed)) == PARTITIONS
+    assert not [k for k in objects if "/sqlext/staging/" in k and not k.endswith("/")], "staged files left"
+
+
+# -- S3 ---------------------------------------------------------------------------------------------------
+
+
+def s3a_conf(server: S3Server) -> dict[str, str]:
+    """S3A's jars and Spark's binding committer on the driver's class path (so batches are written as pending
+    uploads), the server's keys."""
+    return {"spark.driver.extraClassPath": f"{s3a_jars()}/*:{hadoop_cloud_jars()}/*", **server.hadoop_conf()}
+
+
+def s3_rows(server: S3Server, bucket: str, prefix: str) -> list[int]:
+    from pyarrow import fs
+
+    s3 = fs.S3FileSystem(
+        access_key=ACCESS_KEY,
+        secret_key=SECRET_KEY,
+        endpoint_override=server.endpoint,
+        region=REGION,
+        allow_bucket_creation=False,
+    )
+    dataset = ds.dataset(f"{bucket}/{prefix}", filesystem=s3, format="parquet", partitioning="hive")
+    return sorted(dataset.to_table(columns=["id"])["id"].to_pylist())
+
+
+def s3_commit_log(server: S3Server, bucket: str, prefix: str) -> list[dict[str, Any]]:
+    """Each batch's most advanced commit log entry, read from the bucket (no JVM: ``sqlext commits`` prints the
+    same, and is run by the first test)."""
+    order = {"requested": 0, "inflight": 1, "completed": 2}
+    latest: dict[str, tuple[int, str]] = {}
+    for key in server.objects(bucket, f"{prefix}/sqlext/log/"):
+        batch, _, state = key.rsplit("/", 1)[1].partition(".")
+        if state in order and order[state] >= latest.get(batch, (-1, ""))[0]:
+            latest[batch] = (order[state], key)
+    client = server.client()
+    return [json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read()) for _, key in latest.values()]
+
+
+def data_bytes_sent(requests: list[S3Request], table_prefix: str) -> int:
+    """Bytes PUT or uploaded as parts into the table's data files (their final keys)."""
+    return sum(
+        r.body_bytes
+        for r in requests
+        if r.operation in ("PutObject", "UploadPart")
+        and r.key.startswith(table_prefix + "/")
+        and "/__magic_job-" not in r.key
+        and r.key.rsplit("/", 1)[1].startswith("part-")
+    )
+
+
+def assert_nothing_pending(server: S3Server, bucket: str, prefix: str) -> None:
+    """No manifest of the magic committer left in the table, no multipart upload left incomplete."""
+    assert [k for k in server.objects(bucket, prefix) if "/__magic_job-" in k] == [], "manifests left"
+    uploads = server.client().list_multipart_uploads(Bucket=bucket, Prefix=prefix).get("Uploads", [])
+    assert [u["Key"] for u in uploads] == [], "incomplete uploads left"
+
+
+def data_copies(requests: list[S3Request], table_prefix: str) -> list[S3Request]:
+    """Server-side copies whose target is a data file of the table (not sqlext's own files)."""
+    return [
+        r
+        for r in requests
+        if r.operation in ("CopyObject", "UploadPartCopy")
+        and r.key.startswith(table_prefix + "/")
+        and r.key.rsplit("/", 1)[1].startswith("part-")
+    ]
+
+
+def print_request_report(requests: list[S3Request], data: dict[str, int], prefix: str) -> None:
+    """What the tests measured, printed for docs/object-stores.md (shown with ``-s`` or ``-rP``)."""
+    counts = Counter(r.operation for r in requests)
+    sent = sum(r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart"))
+    manifests = sum(r.body_bytes for r in requests if r.operation == "PutObject" and "/__magic_job-" in r.key)
+    print(
+        f"\nS3 requests for {len(data)} data files ({sum(data.values())} bytes): {dict(sorted(counts.items()))}; "
+        f"CopyObject of data files: {len(data_copies(requests, prefix))}; bytes into data files: "
+        f"{data_bytes_sent(requests, prefix)}; manifests: {manifests}; bytes PUT in all: {sent}"
+    )
+
+
+def hdfs_listing(table_uri: str) -> dict[str, int]:
+    """Every file under the table, through the test session's Spark (Hadoop's HDFS client)."""
+    return {status.uri: status.size for status in FileSystem(table_uri).list_files(table_uri)}
