@@ -89,7 +89,7 @@ def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
     query.awaitTermination()
 
 
-def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> None:
+def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> list[dict[str, int]]:
     """(k): Spark's Kafka source and file sink, availableNow; the value decoded with ``from_json``."""
     from pyspark.sql import functions as F
 
@@ -111,9 +111,17 @@ def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path)
         .start((work / "table").as_uri())
     )
     query.awaitTermination()
+    return batch_durations(query)
 
 
-def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str) -> None:
+def batch_durations(query: Any) -> list[dict[str, int]]:
+    """Per micro-batch of a finished query: its rows and Spark's own phase durations (ms)."""
+    return [{"rows": p["numInputRows"], **p["durationMs"]} for p in query.recentProgress]
+
+
+def sqlext_kafka_insert(
+    spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str
+) -> list[dict[str, int]]:
     """(b), (p): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table,
     ``reader`` (``spark.sqlext.kafka.source``) reading it."""
     spark.conf.set("spark.sqlext.kafka.source", reader)
@@ -142,6 +150,7 @@ def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name
     running.wait()
     failure = running.query.exception()
     assert failure is None, f"{name} failed: {failure}"
+    return batch_durations(running.query)
 
 
 def committed_rows(spark: Any, name: str) -> int:
@@ -234,11 +243,14 @@ def main() -> None:
             for action in variants("warmup", home / "warmup-input", "warmup").values():
                 action()
             seconds: dict[str, list[float]] = {name: [] for name in variants("", home, "")}
+            batches: dict[str, list[Any]] = {name: [] for name in seconds}
             for repeat in range(args.repeats):
                 ordered = list(variants("events", home / "input", f"r{repeat}").items())
                 ordered = ordered[repeat % len(ordered) :] + ordered[: repeat % len(ordered)]
                 for name, action in ordered:
-                    seconds[name].append(timed(action))
+                    started = time.perf_counter()
+                    batches[name].append(action())
+                    seconds[name].append(time.perf_counter() - started)
                     print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
             counts = [committed_rows(spark, f"{v}_r{r}") for r in range(args.repeats) for v in "bp"]
             assert counts == [args.rows] * 2 * args.repeats, f"committed rows {counts}, expected {args.rows} each"
@@ -267,7 +279,7 @@ def main() -> None:
     }
     for name, ratio in ratios.items():
         print(f"{name} = {ratio:.2f}")
-    result.update({"seconds": seconds, "rows_per_s": rates, "ratios": ratios})
+    result.update({"seconds": seconds, "rows_per_s": rates, "ratios": ratios, "batches": batches})
     print(f"written {write_result('kafka_throughput', result)}")
 
 
