@@ -6,6 +6,10 @@ to the metastore, as ``spark.sqlext.metastore.hadoop.*`` keys): neither pyarrow 
 resolve them, so every file operation of the commit path goes through Spark's Hadoop FileSystem. A streaming
 partition-time ``sqlext run --conf spark.master=spark://...`` is SIGKILLed once after its first committed batch
 and started again; then ``sqlext compact`` and ``sqlext commits`` run on the table.
+
+On the same cluster, a streaming insert into ``s3a://`` (the S3 server of tests/support/stores.py): its tasks run
+on the executors, which write each data file as a pending upload through the committer classes sqlext adds to
+the session (``addJar``); the driver completes them at commit, with no copy of a data file.
 """
 
 from __future__ import annotations
@@ -25,6 +29,19 @@ from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from tests.support.cluster import EXECUTOR_CONF, SparkCluster
+from tests.support.s3_server import S3Server
+from tests.support.store_runs import HOURS as S3_HOURS
+from tests.support.store_runs import ROWS_PER_HOUR as S3_ROWS_PER_HOUR
+from tests.support.store_runs import (
+    assert_committed,
+    assert_nothing_pending,
+    commit_log,
+    data_bytes_sent,
+    data_copies,
+    run_insert,
+    s3_rows,
+    s3a_conf,
+)
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import free_port, wait_for
@@ -178,6 +195,43 @@ def test_a_streaming_insert_on_a_cluster_over_viewfs_survives_a_kill_then_compac
         assert insert["insert"] == QUERY and insert["checkpoint"].startswith(f"viewfs://{MOUNT}/x/checkpoints/")
     finally:
         launcher.stop(hms)
+
+
+@pytest.mark.s3
+@pytest.mark.jars
+def test_a_streaming_insert_on_a_cluster_into_s3_uploads_each_file_once_from_the_executors(
+    spark_cluster: SparkCluster, s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    bucket, prefix = "sqlext-cluster", "warehouse/events"
+    s3_server.create_bucket(bucket)
+    table_uri = f"s3a://{bucket}/{prefix}"
+    storage = s3a_conf(s3_server)
+    cluster = {
+        "spark.master": spark_cluster.master_url,
+        **EXECUTOR_CONF,
+        # S3A on every node's class path, as on the driver (the same directory exists on each node here);
+        # sqlext's committer classes reach the executors by itself.
+        "spark.executor.extraClassPath": storage["spark.driver.extraClassPath"],
+    }
+    apps_before = set().union(*spark_cluster.executor_apps_per_worker())
+    since = s3_server.mark()
+
+    conf = run_insert(tmp_path, "cluster_s3_db", table_uri, store_metastore, {**storage, **cluster})
+
+    requests = s3_server.requests(since)
+    objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
+    assert s3_rows(s3_server, bucket, prefix) == list(range(S3_HOURS * S3_ROWS_PER_HOUR)), "rows lost or doubled"
+    with MetastoreClient(store_metastore.uri) as client:
+        assert_committed(client, "cluster_s3_db", table_uri, objects, commit_log(table_uri, conf, tmp_path / "home"))
+    data_files = {k: v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-")}
+    assert data_copies(requests, prefix) == []
+    assert data_bytes_sent(requests, prefix) == sum(data_files.values()), "each data byte sent once"
+    completed = [r for r in requests if r.operation == "CompleteMultipartUpload"]
+    assert sorted(f"s3a://{bucket}/{r.key}" for r in completed) == sorted(data_files)
+    assert_nothing_pending(s3_server, bucket, prefix)
+    # The uploads came from executors: the insert's application ran one on each worker.
+    new_apps = [apps - apps_before for apps in spark_cluster.executor_apps_per_worker()]
+    assert all(new_apps) and len(set().union(*new_apps)) == 1, f"executors per worker: {new_apps}"
 
 
 def _ids(table_dir: Path) -> list[int]:
