@@ -40,8 +40,8 @@ from tests.support.store_runs import (
     data_copies,
     run_insert,
     s3_rows,
-    s3a_conf,
 )
+from tests.support.stores import s3a_packages_conf
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import free_port, wait_for
@@ -205,14 +205,10 @@ def test_a_streaming_insert_on_a_cluster_into_s3_uploads_each_file_once_from_the
     bucket, prefix = "sqlext-cluster", "warehouse/events"
     s3_server.create_bucket(bucket)
     table_uri = f"s3a://{bucket}/{prefix}"
-    storage = s3a_conf(s3_server)
-    cluster = {
-        "spark.master": spark_cluster.master_url,
-        **EXECUTOR_CONF,
-        # S3A on every node's class path, as on the driver (the same directory exists on each node here);
-        # sqlext's committer classes reach the executors by itself.
-        "spark.executor.extraClassPath": storage["spark.driver.extraClassPath"],
-    }
+    # S3A and Spark's binding committer as docs/object-stores.md tells a user to add them: Spark's Ivy fetches
+    # them (cached in the tests' jar dir) and ships them to the executors; no class path is set by hand.
+    storage = {**s3_server.hadoop_conf(), **s3a_packages_conf()}
+    cluster = {"spark.master": spark_cluster.master_url, **EXECUTOR_CONF}
     apps_before = set().union(*spark_cluster.executor_apps_per_worker())
     since = s3_server.mark()
 

@@ -56,6 +56,32 @@ HDFS_EXCLUDE = (
 )
 
 
+#: What docs/object-stores.md gives a user for ``s3a://`` with the commit without copies, as Spark's own
+#: ``spark.jars.packages``: S3A with the S3 and STS clients, and ``spark-hadoop-cloud`` without the other cloud
+#: connectors it depends on; what pyspark ships is left out (43 jars, 14 MB).
+S3A_PACKAGES = (*S3A_ARTIFACTS, s3magic.HADOOP_CLOUD_ARTIFACT)
+S3A_PACKAGES_EXCLUDE = (
+    *S3A_EXCLUDE,
+    "org.apache.hadoop:hadoop-cloud-storage",
+    "org.apache.hadoop:hadoop-azure",
+    "org.apache.hadoop:hadoop-huaweicloud",
+    "com.google.cloud.bigdataoss:*",
+    "com.fasterxml.jackson.core:*",
+    "org.xerial.snappy:snappy-java",
+    "joda-time:joda-time",
+)
+
+
+def s3a_packages_conf() -> dict[str, str]:
+    """Spark conf that adds S3A as docs/object-stores.md tells a user to, through Spark's Ivy (its cache in the
+    tests' jar dir: fetched once)."""
+    return {
+        "spark.jars.packages": ",".join(S3A_PACKAGES),
+        "spark.jars.excludes": ",".join(S3A_PACKAGES_EXCLUDE),
+        "spark.jars.ivy": str(jars.cache_dir() / "ivy"),
+    }
+
+
 def s3a_jars() -> Path:
     """The directory of S3A's jars (fetched the first time)."""
     return jars.fetch("s3a", S3A_ARTIFACTS, exclude=S3A_EXCLUDE)
