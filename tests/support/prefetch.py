@@ -16,7 +16,7 @@ from sqlext import jars
 from sqlext.catalog.metastore.versions import RELEASES
 from sqlext.connectors.kafka.spark_source import jar_paths
 from tests.support.kafka import broker_classpath
-from tests.support.stores import hadoop_cloud_jars, hdfs_jars, s3a_jars
+from tests.support.stores import hadoop_cloud_jars, hdfs_jars, prefetch_s3a_packages, s3a_jars
 from tests.support.trino import trino_install
 
 
@@ -27,6 +27,7 @@ def jar_fetchers() -> dict[str, Callable[[], object]]:
         "Spark's Kafka source": jar_paths,
         "S3A": s3a_jars,
         "Spark's hadoop-cloud committers": hadoop_cloud_jars,
+        "S3A as spark.jars.packages (Spark's Ivy)": prefetch_s3a_packages,
         "HDFS mini cluster": hdfs_jars,
         "Trino server": trino_install,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,21 @@ def s3a_packages_conf() -> dict[str, str]:
         "spark.jars.excludes": ",".join(S3A_PACKAGES_EXCLUDE),
         "spark.jars.ivy": str(jars.cache_dir() / "ivy"),
     }
+
+
+def prefetch_s3a_packages() -> Path:
+    """Resolve :func:`s3a_packages_conf` once with Spark's own Ivy (a ``spark-submit`` of an empty Python file),
+    so that the tests that use it find Spark's Ivy cache filled; return that cache."""
+    conf = s3a_packages_conf()
+    spark_submit = pyspark_jars_dir().parent / "bin" / "spark-submit"
+    with tempfile.TemporaryDirectory() as scratch:
+        empty = Path(scratch) / "empty.py"
+        empty.write_text("")
+        flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
+        done = subprocess.run([str(spark_submit), *flags, str(empty)], capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise RuntimeError(f"spark-submit could not resolve {conf['spark.jars.packages']}:\n{done.stderr[-3000:]}")
+    return Path(conf["spark.jars.ivy"])
 
 
 def s3a_jars() -> Path:
