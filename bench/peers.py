@@ -541,6 +541,12 @@ def exact_error(log: str) -> str:
     return "\n".join(picked or lines[-3:])
 
 
+def _ivy_reason(report: str) -> str:
+    """Ivy's verdict on an unresolved artifact (``... not found``), else its report's last line."""
+    lines = [line.strip(" \t:") for line in report.splitlines() if line.strip(" \t:")]
+    return next((line for line in lines if line.endswith("not found")), lines[-1] if lines else report)
+
+
 def resolve(peer: Peer, home: Path, settings: dict[str, Any]) -> Resolved:
     """The first candidate runtime of ``peer`` that Maven Central serves and that runs the warm-up write on
     this Spark."""
@@ -549,8 +555,8 @@ def resolve(peer: Peer, home: Path, settings: dict[str, Any]) -> Resolved:
         try:
             directory = jars.fetch(f"peers-{peer.key}", [coordinate], transitive=False)
         except jars.JarFetchError as exc:
-            resolved.tried.append({"coordinate": coordinate, "error": f"not fetched: {exc}"})
-            print(f"  {coordinate}: not fetched", flush=True)
+            resolved.tried.append({"coordinate": coordinate, "error": f"not fetched: {_ivy_reason(str(exc))}"})
+            print(f"  {coordinate}: not fetched: {_ivy_reason(str(exc))}", flush=True)
             continue
         jar_paths = [str(p) for p in sorted(directory.glob("*.jar"))]
         probe = run_worker(peer, home, f"probe{len(resolved.tried)}", {**settings, "warmup_only": True}, jar_paths)
