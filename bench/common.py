@@ -9,7 +9,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -45,13 +45,18 @@ def metastore(home: Path) -> Iterator[MetastoreSettings]:
         launcher.stop(settings)
 
 
-def spark_session(metastore_uri: str, warehouse: Path, cores: int = 2) -> Any:
+def spark_session(metastore_uri: str, warehouse: Path, cores: int = 2, extra: Mapping[str, str] | None = None) -> Any:
+    """A local Spark session on ``cores`` cores with Hive support on the metastore (plus ``extra`` settings:
+    jars, a catalog, extensions)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = (packaged_conf_dir() / "log4j2.properties").resolve().as_uri()
+    builder = SparkSession.builder
+    for key, value in (extra or {}).items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        builder.master(f"local[{cores}]")
         .appName("sqlext-bench")
         .config("spark.hadoop.hive.metastore.uris", metastore_uri)
         .config("spark.sql.warehouse.dir", warehouse.as_uri())
