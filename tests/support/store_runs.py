@@ -177,7 +177,7 @@ def assert_committed(
     assert {f["final"] for entry in log for f in entry["files"]} == {k for k in objects if "/part-" in k}
     committed = [p for entry in log for p in [*entry["committed_partitions"], *entry["committed_later"]]]
     assert sorted(set(committed)) == expected
-    assert not [k for k in objects if "/sqlext/staging/" in k and not k.endswith("/")], "staged files left"
+    assert not [k for k in objects if "/_sqlext/staging/" in k and not k.endswith("/")], "staged files left"
 
 
 # -- S3 ---------------------------------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def s3_commit_log(server: S3Server, bucket: str, prefix: str) -> list[dict[str, 
     same, and is run by the first test)."""
     order = {"requested": 0, "inflight": 1, "completed": 2}
     latest: dict[str, tuple[int, str]] = {}
-    for key in server.objects(bucket, f"{prefix}/sqlext/log/"):
+    for key in server.objects(bucket, f"{prefix}/_sqlext/log/"):
         batch, _, state = key.rsplit("/", 1)[1].partition(".")
         if state in order and order[state] >= latest.get(batch, (-1, ""))[0]:
             latest[batch] = (order[state], key)
