@@ -24,8 +24,8 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from io import BufferedIOBase
 from pathlib import Path
-from typing import BinaryIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from tests.support.s3_server import S3Request
@@ -177,7 +177,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.connection.close()
 
 
-def _read_head(stream: BinaryIO) -> tuple[str, str, list[tuple[str, str]]] | None:
+def _read_head(stream: BufferedIOBase) -> tuple[str, str, list[tuple[str, str]]] | None:
     """A request's line and headers, or None at the end of the connection."""
     try:
         line = stream.readline(65536)
@@ -193,7 +193,7 @@ def _read_head(stream: BinaryIO) -> tuple[str, str, list[tuple[str, str]]] | Non
     return method, target, headers
 
 
-def _read_body(stream: BinaryIO, headers: list[tuple[str, str]]) -> bytes:
+def _read_body(stream: BufferedIOBase, headers: list[tuple[str, str]]) -> bytes:
     """The request's body as sent (a chunked body with its chunk framing, to be passed on as it is)."""
     if _header(headers, "transfer-encoding").lower() == "chunked":
         raw = bytearray()
