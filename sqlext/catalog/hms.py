@@ -33,7 +33,8 @@ from sqlext.catalog.evolution import (
 )
 from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.errors import MetastoreError, TableExistsError, TableNotFoundError, ValidationError
+from sqlext.errors import FileSystemError, MetastoreError, TableExistsError, TableNotFoundError, ValidationError
+from sqlext.io.reach import unreachable_cause
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
 if TYPE_CHECKING:
@@ -155,8 +156,28 @@ class Catalog:
             )
         hms_table = to_hms(table)
         hms_table.parameters[TABLE_ID] = uuid.uuid4().hex  # a recreated table is a new table
-        self.client.create_table(hms_table)
+        try:
+            self.client.create_table(hms_table)
+        except ttypes.MetaException as exc:
+            unreachable = self._unreachable_location(table, str(exc.message))
+            if unreachable is None:
+                raise
+            raise unreachable from None
         return True
+
+    def _unreachable_location(self, table: TableDefinition, error: str) -> FileSystemError | None:
+        """The metastore creates a table's location: when it could not reach it (a bucket that does not
+        exist, no credentials, no jars for the scheme), an error naming the path and what to check."""
+        path = table.options.get("path")
+        cause = unreachable_cause(path, error, metastore=True) if path else None
+        if cause is None:
+            return None
+        return FileSystemError(
+            f"Cannot create {table.identifier} at {path}: the metastore at {self.metastore_uri} cannot reach it: "
+            f"{cause}; an external metastore takes these keys from its core-site.xml. Nothing was created. "
+            f"(The metastore's error: {error})",
+            value=path,
+        )
 
     def table_id(self, ident: TableIdentifier) -> str:
         """What tells this table from an earlier one of the same name (an insert's checkpoint records it):

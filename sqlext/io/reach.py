@@ -10,23 +10,24 @@ from urllib.parse import urlparse
 from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem
 
-#: (markers in the store client's error, what it means) for S3A; ``{bucket}`` and ``{scheme}`` are filled in.
+#: (markers in the store client's error, what it means) for S3A; ``{bucket}``, ``{scheme}`` and ``{keys}`` (where
+#: the Hadoop keys are set: ``spark.hadoop.`` for Spark) are filled in.
 _S3A_CAUSES = (
     (
         ("UnknownStoreException", "NoSuchBucket"),
-        "the bucket '{bucket}' does not exist at the endpoint (spark.hadoop.fs.s3a.endpoint, or "
-        "spark.hadoop.fs.s3a.bucket.{bucket}.endpoint)",
+        "the bucket '{bucket}' does not exist at the endpoint (check the bucket's name, and "
+        "{keys}fs.s3a.endpoint or {keys}fs.s3a.bucket.{bucket}.endpoint)",
     ),
     (
         ("NoAuthWithAWSException", "No AWS Credentials", "No AWS credentials"),
-        "no credentials for the bucket '{bucket}': set spark.hadoop.fs.s3a.access.key and "
-        "spark.hadoop.fs.s3a.secret.key (or spark.hadoop.fs.s3a.bucket.{bucket}.access.key / .secret.key), or "
-        "a provider in spark.hadoop.fs.s3a.aws.credentials.provider",
+        "no credentials for the bucket '{bucket}': set {keys}fs.s3a.access.key and "
+        "{keys}fs.s3a.secret.key (or {keys}fs.s3a.bucket.{bucket}.access.key / .secret.key), or "
+        "a provider in {keys}fs.s3a.aws.credentials.provider",
     ),
     (
         ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403"),
-        "the credentials were refused for the bucket '{bucket}': check spark.hadoop.fs.s3a.access.key and "
-        "spark.hadoop.fs.s3a.secret.key (or spark.hadoop.fs.s3a.bucket.{bucket}.access.key / .secret.key)",
+        "the credentials were refused for the bucket '{bucket}': check {keys}fs.s3a.access.key and "
+        "{keys}fs.s3a.secret.key (or {keys}fs.s3a.bucket.{bucket}.access.key / .secret.key)",
     ),
 )
 _MISSING_JARS = (
@@ -34,6 +35,14 @@ _MISSING_JARS = (
     "no filesystem for '{scheme}://' on the class path: add its jars (for s3a://: hadoop-aws and the AWS SDK, "
     "see docs/object-stores.md) with spark.jars, spark.jars.packages or spark.driver.extraClassPath",
 )
+_METASTORE_MISSING_JARS = (
+    _MISSING_JARS[0],
+    "no filesystem for '{scheme}://' on the metastore's class path: add its jars (for s3a://: hadoop-aws and "
+    "the AWS SDK, see docs/object-stores.md) with spark.sqlext.metastore.classpath (an external metastore: to "
+    "its own class path)",
+)
+#: Where the embedded metastore takes Hadoop keys (an external one: its core-site.xml).
+METASTORE_KEYS = "spark.sqlext.metastore.hadoop."
 
 
 def check_reachable(fs: FileSystem, uri: str) -> None:
@@ -42,16 +51,19 @@ def check_reachable(fs: FileSystem, uri: str) -> None:
     try:
         fs.exists(uri)
     except OSError as exc:
-        raise FileSystemError(
-            f"Cannot reach {uri}: {_cause(uri, str(exc))}. Nothing was written. ({exc})", value=uri
-        ) from exc
+        cause = unreachable_cause(uri, str(exc)) or "the filesystem refused the first request"
+        raise FileSystemError(f"Cannot reach {uri}: {cause}. Nothing was written. ({exc})", value=uri) from exc
 
 
-def _cause(uri: str, error: str) -> str:
+def unreachable_cause(uri: str, error: str, metastore: bool = False) -> str | None:
+    """What a store client's ``error`` about ``uri`` means and what to set or check, naming Spark's keys
+    (``metastore``: the embedded metastore's); None when the error is none of the known causes."""
     parsed = urlparse(uri)
-    fields = {"bucket": parsed.netloc, "scheme": parsed.scheme}
-    causes = [_MISSING_JARS, *(_S3A_CAUSES if parsed.scheme == "s3a" else ())]
+    keys = METASTORE_KEYS if metastore else "spark.hadoop."
+    fields = {"bucket": parsed.netloc, "scheme": parsed.scheme, "keys": keys}
+    jars = _METASTORE_MISSING_JARS if metastore else _MISSING_JARS
+    causes = [jars, *(_S3A_CAUSES if parsed.scheme == "s3a" else ())]
     for markers, meaning in causes:
         if any(marker in error for marker in markers):
             return meaning.format(**fields)
-    return "the filesystem refused the first request"
+    return None

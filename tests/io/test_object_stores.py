@@ -1,37 +1,47 @@
-"""A streaming SQL ``INSERT`` of several batches into a partitioned table on a real S3 server and on a real HDFS
+"""Streaming SQL ``INSERT``s of hourly batches into a partitioned table on a real S3 server and on a real HDFS
 mini cluster, run by ``sqlext run`` configured only with ``--conf`` keys (the storage's jars and its
 ``spark.hadoop.*`` keys), on a metastore given the same jars and keys: every row once, every partition
-registered in the HMS with its statistics and ``_SUCCESS``, the commit log read back by ``sqlext commits``.
+registered in the HMS with its statistics and ``_SUCCESS``, the commit log all completed.
 
 On S3 each batch is written as pending multipart uploads to the files' final keys and published by sqlext
 completing them (``sqlext/connectors/filesystem/commit/uploads.py``): the server's request log shows what the
 commit costs (no ``CopyObject`` of a data file, each data byte sent once; ``docs/object-stores.md``, "Requests
-per batch on S3"), and two crashes show it exactly once: in the publish, and before the plan.
+per batch on S3"), measured through a store that answers 503 SlowDown and resets connections now and then.
+On both stores the driver is killed at every fault point of the commit path, one a batch, and restarted: the
+chain of tests/jobs/test_crash_recovery.py on real storage. A table in a bucket that does not exist and an
+insert without credentials fail naming the path and what to set, before anything is written.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
-from sqlext.faults import EXIT_CODE
+from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem
+from tests.support.flaky_s3 import RESET, SLOW_DOWN, flaky_s3
 from tests.support.s3_server import S3Server
 from tests.support.store_runs import (
     HOURS,
     ROWS_PER_HOUR,
     assert_committed,
+    assert_each_upload_completed_once_or_aborted,
     assert_nothing_pending,
+    assert_partitions_hold_only_data_and_success,
     commit_log,
     data_bytes_sent,
     data_copies,
     hdfs_listing,
     print_request_report,
+    run_crash_chain,
     run_insert,
     s3_commit_log,
     s3_rows,
@@ -39,20 +49,40 @@ from tests.support.store_runs import (
     start_job,
 )
 from tests.support.stores import HdfsCluster
+from tests.support.tables import events_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.slow]
 
+#: S3A's retries as a user sets them for a store that throttles and drops connections (Hadoop's defaults; the
+#: S3 server's own conf lowers them to fail fast): the AWS SDK's attempts of one request (it retries 503s,
+#: resets and 5xx itself, backing off), then S3A's own retries of an operation on throttling and on
+#: connectivity failures.
+RETRY_CONF = {
+    "spark.hadoop.fs.s3a.attempts.maximum": "5",
+    "spark.hadoop.fs.s3a.retry.limit": "7",
+    "spark.hadoop.fs.s3a.retry.interval": "500ms",
+    "spark.hadoop.fs.s3a.retry.throttle.limit": "20",
+    "spark.hadoop.fs.s3a.retry.throttle.interval": "100ms",
+}
+
 
 @pytest.mark.s3
-def test_a_streaming_insert_into_s3_commits_every_row_once_and_its_partitions_in_the_hms(
+def test_a_streaming_insert_into_s3_through_a_flaky_store_commits_every_row_once_and_its_partitions_in_the_hms(
     s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
+    """Spark reaches the server through a proxy that answers 503 SlowDown to, or resets the connection of,
+    every few requests of each commit-path operation (tests/support/flaky_s3.py); S3A retries them with its
+    retry settings (:data:`RETRY_CONF`). The server sees only what got through, so its log measures what the
+    commit costs as on a sound store."""
     bucket, prefix = "sqlext-insert", "warehouse/events"
     s3_server.create_bucket(bucket)
     table_uri = f"s3a://{bucket}/{prefix}"
     since = s3_server.mark()
 
-    conf = run_insert(tmp_path, "s3_db", table_uri, store_metastore, s3a_conf(s3_server))
+    with flaky_s3(s3_server.endpoint, tmp_path / "faults.jsonl") as proxy:
+        storage = {**s3a_conf(s3_server), **RETRY_CONF, "spark.hadoop.fs.s3a.endpoint": proxy.endpoint}
+        conf = run_insert(tmp_path, "s3_db", table_uri, store_metastore, storage)
+    conf["spark.hadoop.fs.s3a.endpoint"] = s3_server.endpoint  # `sqlext commits` below, after the proxy
 
     requests = s3_server.requests(since)
     objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
@@ -61,78 +91,78 @@ def test_a_streaming_insert_into_s3_commits_every_row_once_and_its_partitions_in
     with MetastoreClient(store_metastore.uri) as hms:
         assert_committed(hms, "s3_db", table_uri, objects, log)
 
+    # Faults of every kind on the commit path's requests, the completes of the publish included.
+    injected = Counter((i.operation, i.fault) for i in proxy.injected if i.bucket == bucket)
+    print(f"\nfaults injected: {dict(sorted(injected.items()))}; passed on: {dict(sorted(proxy.passed.items()))}")
+    assert set(injected) == {(op, fault) for op in proxy.plan.every for fault in (SLOW_DOWN, RESET)}
+
     # Each data file's bytes are sent once, as a multipart upload to its final key that sqlext completes at
     # commit: no server-side copy (the rename path copied each file twice), nothing left pending.
     data_files = {k: v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-")}
     assert data_copies(requests, prefix) == []
     assert data_bytes_sent(requests, prefix) == sum(data_files.values())
-    completed = [r for r in requests if r.operation == "CompleteMultipartUpload"]
-    assert sorted(f"s3a://{bucket}/{r.key}" for r in completed) == sorted(data_files)
+    assert assert_each_upload_completed_once_or_aborted(requests, bucket, prefix, data_files) == set()
     assert_nothing_pending(s3_server, bucket, prefix)
     print_request_report(requests, data_files, prefix)
     assert [r for r in requests if r.status >= 500] == []
 
 
 @pytest.mark.s3
-def test_a_driver_killed_between_two_publishes_on_s3_then_restarted_commits_every_row_once(
+@pytest.mark.timeout(1500)  # nine runs of `sqlext run`, each bounded by run_cli's own timeout
+def test_a_driver_killed_at_every_fault_point_on_s3_then_restarted_commits_every_row_once_and_each_byte_once(
     s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
-    """Killed once the first of a planned batch's two uploads is completed: the restart completes the other
-    from the plan, uploads nothing again, and leaves no manifest and no upload pending."""
+    """The driver killed at each point of the overlapped commit in turn (CHAIN_POINTS, one a batch, two files
+    a batch), then run to its end: every row once, every hour committed, and from the server's log: no copy of
+    a data file, each completed once from an upload that carried its bytes once, the uploads of the attempt
+    killed before its plan (after-stage) aborted by its replay, no manifest and no upload left."""
     bucket, prefix = "sqlext-crash", "warehouse/events"
     s3_server.create_bucket(bucket)
     table_uri = f"s3a://{bucket}/{prefix}"
-    two_files = ", 'sink.parallelism' = '2'"  # two files in the batch, so the kill falls between their publishes
-    storage = s3a_conf(s3_server)
     since = s3_server.mark()
 
-    _, crashed = start_job(tmp_path, "crash_s3_db", table_uri, store_metastore, storage, "mid-move@1", two_files)
-    assert crashed.returncode == EXIT_CODE, crashed.stderr[-4000:]
-    assert "fault point 'mid-move' reached (batch 1)" in crashed.stderr
-    _, finished = start_job(tmp_path, "crash_s3_db", table_uri, store_metastore, storage, None, two_files)
-    assert finished.returncode == 0, finished.stderr[-4000:]
+    hours = run_crash_chain(tmp_path, "crash_s3_db", table_uri, store_metastore, s3a_conf(s3_server))
 
     objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
-    assert s3_rows(s3_server, bucket, prefix) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
+    assert s3_rows(s3_server, bucket, prefix) == list(range(hours * ROWS_PER_HOUR)), "rows lost or duplicated"
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_committed(hms, "crash_s3_db", table_uri, objects, s3_commit_log(s3_server, bucket, prefix))
+        log = s3_commit_log(s3_server, bucket, prefix)
+        assert_committed(hms, "crash_s3_db", table_uri, objects, log, hours)
+    assert_partitions_hold_only_data_and_success(objects, table_uri, hours)
     assert_nothing_pending(s3_server, bucket, prefix)
     requests = s3_server.requests(since)
-    data_bytes = sum(v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-"))
-    assert data_bytes_sent(requests, prefix) == data_bytes, "a file was written again"
     assert data_copies(requests, prefix) == []
-    completed = [r.key for r in requests if r.operation == "CompleteMultipartUpload"]
-    assert sorted(completed) == sorted(k.split("/", 3)[3] for k in objects if "/part-" in k), "completed twice"
+    data_files = {k: v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-")}
+    aborted = assert_each_upload_completed_once_or_aborted(requests, bucket, prefix, data_files)
+    assert aborted, "the uploads of batch 0's attempt killed after-stage are aborted by its replay"
+    assert [r for r in requests if r.status >= 500] == []
 
 
 @pytest.mark.s3
-def test_a_driver_killed_before_the_plan_on_s3_aborts_the_old_uploads_and_writes_the_batch_once(
+def test_a_table_in_a_bucket_that_does_not_exist_is_refused_naming_the_path_and_what_to_check(
     s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
-    """Killed after Spark wrote batch 1 as pending uploads, before sqlext planned it: the restart replays the
-    batch, aborts the uploads of the first attempt (named by its manifests) and writes the batch afresh."""
-    bucket, prefix = "sqlext-replay", "warehouse/events"
-    s3_server.create_bucket(bucket)
-    table_uri = f"s3a://{bucket}/{prefix}"
-    storage = s3a_conf(s3_server)
+    """CREATE TABLE's first write is the metastore's: it creates the table's location, and refuses one in a
+    bucket it cannot find. No Spark is needed to see the message a job would end with."""
+    bucket = "sqlext-no-such-bucket"
+    table_uri = f"s3a://{bucket}/warehouse/events"
+    table = events_table("wrong_bucket_db", "events", tmp_path)
+    table = replace(table, options={**table.options, "path": table_uri})
     since = s3_server.mark()
 
-    _, crashed = start_job(tmp_path, "replay_s3_db", table_uri, store_metastore, storage, "after-stage@1")
-    assert crashed.returncode == EXIT_CODE, crashed.stderr[-4000:]
-    assert "fault point 'after-stage' reached (batch 1)" in crashed.stderr
-    left = {r.query["uploadId"][0] for r in s3_server.requests(since) if r.operation == "UploadPart"}
-    _, finished = start_job(tmp_path, "replay_s3_db", table_uri, store_metastore, storage)
-    assert finished.returncode == 0, finished.stderr[-4000:]
-
-    requests = s3_server.requests(since)
-    completed = {r.query["uploadId"][0] for r in requests if r.operation == "CompleteMultipartUpload"}
-    aborted = {r.query["uploadId"][0] for r in requests if r.operation == "AbortMultipartUpload"}
-    assert aborted and aborted == left - completed, "the first attempt's uploads of batch 1 are aborted"
-    objects = {f"s3a://{bucket}/{key}": size for key, size in s3_server.objects(bucket, prefix).items()}
-    assert s3_rows(s3_server, bucket, prefix) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_committed(hms, "replay_s3_db", table_uri, objects, s3_commit_log(s3_server, bucket, prefix))
-    assert_nothing_pending(s3_server, bucket, prefix)
+        hms.create_database("wrong_bucket_db")
+        with pytest.raises(FileSystemError) as refused:
+            Catalog(hms).create_table(table)
+        assert hms.get_table("wrong_bucket_db", "events") is None, "no table created"
+
+    message = refused.value.message
+    assert f"Cannot create wrong_bucket_db.events at {table_uri}" in message, message
+    assert f"the bucket '{bucket}' does not exist at the endpoint" in message, message
+    assert "spark.sqlext.metastore.hadoop.fs.s3a.endpoint" in message, message
+    assert "Nothing was created" in message, message
+    writes = [r for r in s3_server.requests(since) if r.bucket == bucket and r.method in ("PUT", "POST")]
+    assert writes == [], "nothing written"
 
 
 @pytest.mark.s3
@@ -159,16 +189,22 @@ def test_an_insert_without_s3_credentials_fails_naming_the_path_and_the_keys_bef
 
 
 @pytest.mark.hdfs
-def test_a_streaming_insert_into_hdfs_commits_every_row_once_and_its_partitions_in_the_hms(
+@pytest.mark.timeout(1500)  # nine runs of `sqlext run`, each bounded by run_cli's own timeout
+def test_a_driver_killed_at_every_fault_point_on_hdfs_then_restarted_commits_every_row_once(
     spark: Any, hdfs_cluster: HdfsCluster, store_metastore: MetastoreSettings, tmp_path: Path
 ) -> None:
+    """As on S3, on the rename path: the driver killed at each point of the overlapped commit in turn, then
+    run to its end. (The plain insert into HDFS is this test's finishing state: every row once, every hour in
+    the HMS with its statistics and _SUCCESS, the log completed; it is not run apart.)"""
     table_uri = f"{hdfs_cluster.uri}/warehouse/events"
 
-    run_insert(tmp_path, "hdfs_db", table_uri, store_metastore, {})
+    hours = run_crash_chain(tmp_path, "hdfs_db", table_uri, store_metastore, {})
 
     rows = spark.read.parquet(table_uri).select("id").collect()  # Spark's file index skips _sqlext/ and _SUCCESS
-    assert sorted(r.id for r in rows) == list(range(HOURS * ROWS_PER_HOUR)), "rows lost or duplicated"
+    assert sorted(r.id for r in rows) == list(range(hours * ROWS_PER_HOUR)), "rows lost or duplicated"
     # The log read in this process (through the session's Spark): `sqlext commits` is run on S3 above.
     log = [entry.to_json() for entry in CommitLog(FileSystem(table_uri), table_uri).entries()]
+    objects = hdfs_listing(table_uri)
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_committed(hms, "hdfs_db", table_uri, hdfs_listing(table_uri), log)
+        assert_committed(hms, "hdfs_db", table_uri, objects, log, hours)
+    assert_partitions_hold_only_data_and_success(objects, table_uri, hours)

@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.faults import COMMIT_POINTS, EXIT_CODE, HANDOFF_POINTS
 from sqlext.io.fs import FileSystem
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
 from tests.support.stores import hadoop_cloud_jars, s3a_jars
@@ -27,7 +28,14 @@ from tests.support.streams import write_hourly_events
 REPO = Path(__file__).resolve().parents[2]
 HOURS = 4
 ROWS_PER_HOUR = 30
-PARTITIONS = [f"dt=2026-11-22/hr={h:02d}" for h in range(HOURS)]
+
+
+def partitions(hours: int) -> list[str]:
+    """The table's partitions once ``hours`` hours of input are committed."""
+    return [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
+
+
+PARTITIONS = partitions(HOURS)
 
 
 def hourly_job_sql(database: str, input_dir: Path, table_uri: str, sink_options: str = "") -> str:
@@ -70,11 +78,12 @@ def start_job(
     storage_conf: dict[str, str],
     fault: str | None = None,
     sink_options: str = "",
+    hours: int = HOURS,
 ) -> tuple[dict[str, str], subprocess.CompletedProcess[str]]:
-    """Run the job with ``sqlext run`` (its input written the first time; ``fault``: ``SQLEXT_FAULT``);
-    return the conf it ran with (for ``sqlext commits``) and the run."""
+    """Run the job with ``sqlext run`` (its input, ``hours`` files of an hour each, written the first time;
+    ``fault``: ``SQLEXT_FAULT``); return the conf it ran with (for ``sqlext commits``) and the run."""
     if not (tmp_path / "input").is_dir():
-        write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+        write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours, ROWS_PER_HOUR)
     job_file = tmp_path / "job.sql"
     job_file.write_text(hourly_job_sql(database, tmp_path / "input", table_uri, sink_options))
     conf = {
@@ -86,6 +95,40 @@ def start_job(
         **storage_conf,
     }
     return conf, run_cli(["run", str(job_file)], conf, tmp_path / "home", fault)
+
+
+#: Every point of an overlapped commit (``sink.partition-commit.async``, the default), in the order a batch
+#: reaches them: the kills of :func:`run_crash_chain` (tests/jobs/test_crash_recovery.py's on ``file:``).
+CHAIN_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
+#: Two files per partition, so a kill can fall between two moves (on S3: two completed uploads).
+TWO_FILES = ", 'sink.parallelism' = '2'"
+
+
+def run_crash_chain(
+    tmp_path: Path, database: str, table_uri: str, metastore: MetastoreSettings, storage_conf: dict[str, str]
+) -> int:
+    """Run the job once per point of :data:`CHAIN_POINTS`, killed at the ``i``-th point in batch ``i``, each
+    run restarted from the checkpoint the one before left; then once to its end. The input has one hour per
+    point, so the last kill falls on the last batch (after Spark recorded it: the finishing run has no batch
+    and recovers it before its end of input). Returns the hours of input."""
+    hours = len(CHAIN_POINTS)
+    for batch, point in enumerate(CHAIN_POINTS):
+        fault = f"{point}@{batch}"
+        _, crashed = start_job(tmp_path, database, table_uri, metastore, storage_conf, fault, TWO_FILES, hours)
+        assert crashed.returncode == EXIT_CODE, f"{fault} was not reached:\n{crashed.stderr[-4000:]}"
+        assert f"fault point '{point}' reached (batch {batch})" in crashed.stderr
+    _, finished = start_job(tmp_path, database, table_uri, metastore, storage_conf, None, TWO_FILES, hours)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    return hours
+
+
+def assert_partitions_hold_only_data_and_success(objects: dict[str, int], table_uri: str, hours: int) -> None:
+    """Nothing but data files and ``_SUCCESS`` in a partition dir (no hidden or half-moved file); S3A's
+    empty ``dir/`` markers aside."""
+    for partition in partitions(hours):
+        location = f"{table_uri}/{partition}/"
+        names = {k[len(location) :] for k in objects if k.startswith(location)} - {""}
+        assert {n for n in names if n != "_SUCCESS" and not n.startswith("part-")} == set(), location
 
 
 def run_insert(
@@ -111,12 +154,14 @@ def assert_committed(
     table_uri: str,
     objects: dict[str, int],
     log: list[dict[str, Any]],
+    hours: int = HOURS,
 ) -> None:
-    """The HMS lists each hour once, at its place, with the statistics of the data files there and a
-    ``_SUCCESS``; the commit log has every batch completed and every row once. ``objects``: every file under
-    the table, URI -> size (S3A's empty ``dir/`` markers included)."""
-    assert sorted(hms.get_partition_names(database, "events")) == PARTITIONS
-    for partition in hms.get_partitions_by_names(database, "events", PARTITIONS):
+    """The HMS lists each of the ``hours`` once, at its place, with the statistics of the data files there
+    and a ``_SUCCESS``; the commit log has every batch completed and every row once. ``objects``: every file
+    under the table, URI -> size (S3A's empty ``dir/`` markers included)."""
+    expected = partitions(hours)
+    assert sorted(hms.get_partition_names(database, "events")) == expected
+    for partition in hms.get_partitions_by_names(database, "events", expected):
         relative = f"dt={partition.values[0]}/hr={partition.values[1]}"
         location = f"{table_uri}/{relative}"
         assert partition.sd.location == location
@@ -128,11 +173,11 @@ def assert_committed(
         assert partition.parameters["totalSize"] == str(sum(data.values()))
         assert partition.parameters["numRows"] == str(ROWS_PER_HOUR)
     assert log and {entry["state"] for entry in log} == {"completed"}
-    assert sum(f["rows"] for entry in log for f in entry["files"]) == HOURS * ROWS_PER_HOUR
+    assert sum(f["rows"] for entry in log for f in entry["files"]) == hours * ROWS_PER_HOUR
     assert {f["final"] for entry in log for f in entry["files"]} == {k for k in objects if "/part-" in k}
     committed = [p for entry in log for p in [*entry["committed_partitions"], *entry["committed_later"]]]
-    assert sorted(set(committed)) == PARTITIONS
-    assert not [k for k in objects if "/sqlext/staging/" in k and not k.endswith("/")], "staged files left"
+    assert sorted(set(committed)) == expected
+    assert not [k for k in objects if "/_sqlext/staging/" in k and not k.endswith("/")], "staged files left"
 
 
 # -- S3 ---------------------------------------------------------------------------------------------------
@@ -163,7 +208,7 @@ def s3_commit_log(server: S3Server, bucket: str, prefix: str) -> list[dict[str, 
     same, and is run by the first test)."""
     order = {"requested": 0, "inflight": 1, "completed": 2}
     latest: dict[str, tuple[int, str]] = {}
-    for key in server.objects(bucket, f"{prefix}/sqlext/log/"):
+    for key in server.objects(bucket, f"{prefix}/_sqlext/log/"):
         batch, _, state = key.rsplit("/", 1)[1].partition(".")
         if state in order and order[state] >= latest.get(batch, (-1, ""))[0]:
             latest[batch] = (order[state], key)
@@ -199,6 +244,36 @@ def data_copies(requests: list[S3Request], table_prefix: str) -> list[S3Request]
         and r.key.startswith(table_prefix + "/")
         and r.key.rsplit("/", 1)[1].startswith("part-")
     ]
+
+
+def assert_each_upload_completed_once_or_aborted(
+    requests: list[S3Request], bucket: str, table_prefix: str, data_files: dict[str, int]
+) -> set[str]:
+    """Over ``requests`` (one or more runs): each data file (``s3a://`` URI -> size) completed exactly once
+    and from an upload whose parts carried exactly its bytes (nothing written twice into it); every other
+    upload of a data file aborted, none completed and aborted. Returns the aborted upload ids."""
+
+    def of_data(r: S3Request) -> bool:
+        return (
+            r.bucket == bucket
+            and r.key.startswith(table_prefix + "/")
+            and "/__magic_job-" not in r.key
+            and r.key.rsplit("/", 1)[1].startswith("part-")
+        )
+
+    ours = [r for r in requests if of_data(r) and r.status < 300]
+    completed = {r.query["uploadId"][0]: r.key for r in ours if r.operation == "CompleteMultipartUpload"}
+    completions = sorted(f"s3a://{bucket}/{r.key}" for r in ours if r.operation == "CompleteMultipartUpload")
+    assert completions == sorted(data_files), "a data file completed twice, or not at all"
+    part_bytes = Counter[str]()
+    for r in ours:
+        if r.operation == "UploadPart":
+            part_bytes[r.query["uploadId"][0]] += r.body_bytes
+    sizes = {f"s3a://{bucket}/{key}": part_bytes[upload] for upload, key in completed.items()}
+    assert sizes == data_files, "a completed upload's parts differ from the file's bytes"
+    aborted = {r.query["uploadId"][0] for r in ours if r.operation == "AbortMultipartUpload"}
+    assert aborted == set(part_bytes) - set(completed), "an upload neither completed nor aborted"
+    return aborted
 
 
 def print_request_report(requests: list[S3Request], data: dict[str, int], prefix: str) -> None:
