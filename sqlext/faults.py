@@ -52,6 +52,8 @@ BACKGROUND_POINTS = (
     "after-policies",
     "after-report",
 )
+#: Every point an overlapped commit's batch reaches, in the order it reaches them.
+OVERLAPPED_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
 #: Reached only by tables with that policy or option.
 REPORT_POINTS = ("after-report",)
 EXPIRATION_POINTS = ("after-expiry-drop",)

@@ -21,7 +21,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import Backend
-from sqlext.faults import COMMIT_POINTS, EXIT_CODE, HANDOFF_POINTS
+from sqlext.faults import EXIT_CODE, OVERLAPPED_POINTS
 from tests.support.crash_jobs import ROWS_PER_HOUR, assert_table_holds_input_exactly_once, run_job
 from tests.support.services import BackendMetastore
 from tests.support.streams import write_hourly_events
@@ -34,8 +34,6 @@ HMS_POINTS = ("after-log", "between-policies", "after-policies")
 #: The commit path's filesystem per backend (``SQLEXT_FS``): each kind of crash runs once with the Hadoop
 #: FileSystem (what every non-``file:`` path uses) and once with pyarrow (``file:``'s default).
 FAULT_POINT_FS = {Backend.DERBY: "hadoop", Backend.POSTGRES: "pyarrow"}
-#: Every point of an overlapped commit, in the order a batch reaches them.
-OVERLAPPED_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
 
 
 @pytest.mark.timeout(1500)  # nine Spark driver starts, each bounded by run_job's own timeout

@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.faults import COMMIT_POINTS, EXIT_CODE, HANDOFF_POINTS
+from sqlext.faults import EXIT_CODE, OVERLAPPED_POINTS
 from sqlext.io.fs import FileSystem
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
 from tests.support.stores import hadoop_cloud_jars, s3a_jars
@@ -97,9 +97,9 @@ def start_job(
     return conf, run_cli(["run", str(job_file)], conf, tmp_path / "home", fault)
 
 
-#: Every point of an overlapped commit (``sink.partition-commit.async``, the default), in the order a batch
-#: reaches them: the kills of :func:`run_crash_chain` (tests/jobs/test_crash_recovery.py's on ``file:``).
-CHAIN_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
+#: The kills of :func:`run_crash_chain`: every point of an overlapped commit (``sink.partition-commit.async``,
+#: the default), as tests/jobs/test_crash_recovery.py kills on ``file:``.
+CHAIN_POINTS = OVERLAPPED_POINTS
 #: Two files per partition, so a kill can fall between two moves (on S3: two completed uploads).
 TWO_FILES = ", 'sink.parallelism' = '2'"
 
