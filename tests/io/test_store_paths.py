@@ -1,21 +1,20 @@
 """sqlext's write and read paths on a real S3 server and a real HDFS mini cluster, beyond the streaming SQL
 ``INSERT`` of ``test_object_stores.py``: batch ``INSERT INTO``, ``INSERT OVERWRITE`` of a partition, of the
 partitions a query writes and of a table without partitions, a streaming insert with ``auto-compaction``,
-``format("sqlext")`` (pyarrow in Spark's Python workers), a streaming read of committed partitions
-(``streaming-source.enable``), ``sqlext compact`` and ``sqlext commits``.
+``format("sqlext")`` (pyarrow in Spark's Python workers; on HDFS without libhdfs, its error), a streaming read of
+committed partitions (``streaming-source.enable``), ``sqlext compact`` and ``sqlext commits``.
 
-A Spark start costs 15-30 s, so each store's paths run in ONE driver process (``tests/support/store_paths_job.py``,
-started by a module fixture), followed by one ``sqlext compact`` (and on HDFS one ``sqlext commits``); the tests
-then read each table back: rows through a reader (pyarrow on S3, Spark on HDFS), the HMS partitions and their
-statistics against the files, ``_SUCCESS``, the commit log, and on S3 the server's request log.
-"""
+A Spark start costs 15-30 s, so both stores' paths run in ONE driver process (``tests/support/store_paths_job.py``,
+started by a module fixture), followed by one ``sqlext compact`` per store (and in a test, one ``sqlext commits``
+on HDFS); the tests then read each table back: rows through a reader (pyarrow on S3, Spark on HDFS), the HMS
+partitions and their statistics against the files, ``_SUCCESS``, the commit log, and on S3 the server's request
+log."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 from tests.support.read_job import committed_ids
 from tests.support.s3_server import S3Request, S3Server
@@ -70,8 +70,6 @@ class StoreRun:
     local: Path
     home: Path
     compact: subprocess.CompletedProcess[str]
-    #: The files of the compacted partition before ``sqlext compact`` (name -> size).
-    before_compact: dict[str, int]
 
     def table(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -83,36 +81,60 @@ class StoreRun:
         return outcome
 
 
-def _run_store(
-    tmp: Path,
-    database: str,
-    root: str,
-    metastore: MetastoreSettings,
-    storage: dict[str, str],
-    files: Any,
-    **spec: Any,
-) -> StoreRun:
+BUCKET = "sqlext-paths"
+
+
+@pytest.fixture(scope="module")
+def store_runs(
+    s3_server: S3Server,
+    hdfs_cluster: HdfsCluster,
+    store_metastore: MetastoreSettings,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, StoreRun]:
+    """Both stores' paths in one driver process (one Spark start for both), then ``sqlext compact`` of one
+    committed partition on each. So the S3 tests start the HDFS mini cluster too, and the HDFS tests the S3 server
+    (the metastore of the storage tests needs it anyway)."""
+    tmp = tmp_path_factory.mktemp("store-paths")
     write_hourly_events(tmp / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+    s3_server.create_bucket(BUCKET)
     conf = {
         "spark.master": "local[2]",
         "spark.ui.enabled": "false",
         "spark.sql.shuffle.partitions": "2",
         "spark.python.authenticate.socketTimeout": "120s",
-        "spark.sqlext.metastore.uris": metastore.uri,
+        "spark.sqlext.metastore.uris": store_metastore.uri,
         "spark.sqlext.checkpoint.root": (tmp / "checkpoints").as_uri(),
-        **storage,
+        **s3a_conf(s3_server),
     }
+    stores = [
+        {
+            "database": "s3_paths",
+            "root": f"s3a://{BUCKET}/warehouse",
+            "local": str(tmp / "s3"),
+            "request_log": str(s3_server.log),
+            "read": True,
+        },
+        {
+            "database": "hdfs_paths",
+            "root": f"{hdfs_cluster.uri}/warehouse",
+            "local": str(tmp / "hdfs"),
+            "dataframe_fails": True,
+        },
+    ]
     spec_file, result_file = tmp / "spec.json", tmp / "result.json"
-    base = {"database": database, "root": root, "input": str(tmp / "input"), "local": str(tmp), "conf": conf}
-    spec_file.write_text(json.dumps({**base, **spec}))
+    spec_file.write_text(json.dumps({"conf": conf, "input": str(tmp / "input"), "stores": stores}))
     job = run_job_process("tests.support.store_paths_job", [str(spec_file), str(result_file)], tmp / "home")
     assert job.returncode == 0 and result_file.is_file(), job.stderr[-6000:]
-    steps = json.loads(result_file.read_text())
-    partition = f"{root}/events/{COMPACTED}"
-    before = files(partition)
-    args = ["compact", f"{database}.events", "--partition", "hr=03", "--reader-grace", "1 s", "--quiet"]
-    compacted = run_cli(args, conf, tmp / "home")
-    return StoreRun(database, root, conf, steps, tmp, tmp / "home", compacted, before)
+    results = json.loads(result_file.read_text())
+    runs = {}
+    for store in stores:
+        database = store["database"]
+        args = ["compact", f"{database}.events", "--partition", "hr=03", "--reader-grace", "1 s", "--quiet"]
+        compacted = run_cli(args, conf, tmp / "home")
+        runs[database] = StoreRun(
+            database, store["root"], conf, results[database], Path(store["local"]), tmp / "home", compacted
+        )
+    return runs
 
 
 def _data(files: dict[str, int]) -> dict[str, int]:
@@ -121,24 +143,10 @@ def _data(files: dict[str, int]) -> dict[str, int]:
 
 # -- S3 ---------------------------------------------------------------------------------------------------
 
-BUCKET = "sqlext-paths"
 
-
-@pytest.fixture(scope="module")
-def s3_run(
-    s3_server: S3Server, store_metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[StoreRun]:
-    s3_server.create_bucket(BUCKET)
-    yield _run_store(
-        tmp_path_factory.mktemp("s3-paths"),
-        "s3_paths",
-        f"s3a://{BUCKET}/warehouse",
-        store_metastore,
-        s3a_conf(s3_server),
-        lambda uri: s3_dir_files(s3_server, uri),
-        request_log=str(s3_server.log),
-        read=True,
-    )
+@pytest.fixture
+def s3_run(store_runs: dict[str, StoreRun]) -> StoreRun:
+    return store_runs["s3_paths"]
 
 
 def _window(server: S3Server, outcome: dict[str, Any]) -> list[S3Request]:
@@ -310,37 +318,34 @@ def test_sqlext_compact_merges_a_committed_s3_partition_and_updates_its_statisti
 ) -> None:
     assert s3_run.compact.returncode == 0, s3_run.compact.stderr[-4000:]
     assert "1 of 1 partition(s) compacted, 2 files merged into 1" in s3_run.compact.stdout
-    location = f"{s3_run.table('events')}/{COMPACTED}"
-    assert len(_data(s3_run.before_compact)) == 2
-    after = _data(s3_dir_files(s3_server, location))
-    assert len(after) == 1 and not set(after) & set(s3_run.before_compact)
+    table = s3_run.table("events")
+    location = f"{table}/{COMPACTED}"
+    [entry] = s3_log(s3_server, table, "_compaction")
+    _assert_compacted(entry, location, _data(s3_dir_files(s3_server, location)))
     with MetastoreClient(store_metastore.uri) as hms:
         [partition] = hms.get_partitions_by_names(s3_run.database, "events", [COMPACTED])
     assert partition.sd.location == location, "switched back from the compaction's work dir"
     assert partition.parameters["numFiles"] == "1"
-    assert partition.parameters["totalSize"] == str(sum(after.values()))
+    assert partition.parameters["totalSize"] == str(sum(_data(s3_dir_files(s3_server, location)).values()))
     assert s3_ids(s3_server, location) == HOUR_IDS[COMPACTED]
+
+
+def _assert_compacted(entry: dict[str, Any], location: str, data: dict[str, int]) -> None:
+    """``sqlext compact``'s log entry: the partition's two files merged into the one file now there."""
+    assert (entry["state"], entry["committed_partitions"]) == ("completed", [COMPACTED])
+    assert len(entry["replaced_files"]) == 2 and all(f.startswith(location + "/") for f in entry["replaced_files"])
+    [merged] = entry["files"]
+    # (Its "size" is the replaced files' bytes, planned before the merge, not the merged file's.)
+    assert merged["final"].rsplit("/", 1) == [location, *data]
+    assert merged["rows"] == ROWS_PER_HOUR
 
 
 # -- HDFS -------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def hdfs_run(
-    spark: Any,
-    hdfs_cluster: HdfsCluster,
-    store_metastore: MetastoreSettings,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> StoreRun:
-    return _run_store(
-        tmp_path_factory.mktemp("hdfs-paths"),
-        "hdfs_paths",
-        f"{hdfs_cluster.uri}/warehouse",
-        store_metastore,
-        {},
-        _hdfs_files,
-        dataframe_fails=True,
-    )
+@pytest.fixture
+def hdfs_run(store_runs: dict[str, StoreRun]) -> StoreRun:
+    return store_runs["hdfs_paths"]
 
 
 def _hdfs_files(uri: str) -> dict[str, int]:
@@ -405,13 +410,13 @@ def test_sqlext_compact_merges_a_committed_hdfs_partition_and_updates_its_statis
 ) -> None:
     assert hdfs_run.compact.returncode == 0, hdfs_run.compact.stderr[-4000:]
     assert "1 of 1 partition(s) compacted, 2 files merged into 1" in hdfs_run.compact.stdout
-    location = f"{hdfs_run.table('events')}/{COMPACTED}"
-    assert len(_data(hdfs_run.before_compact)) == 2
-    after = _data(_hdfs_files(location))
-    assert len(after) == 1 and not set(after) & set(hdfs_run.before_compact)
+    table = hdfs_run.table("events")
+    location = f"{table}/{COMPACTED}"
+    [entry] = [e.to_json() for e in CommitLog(FileSystem(table), table).entries("_compaction")]
+    _assert_compacted(entry, location, _data(_hdfs_files(location)))
     with MetastoreClient(store_metastore.uri) as hms:
         [partition] = hms.get_partitions_by_names(hdfs_run.database, "events", [COMPACTED])
     assert partition.sd.location == location
     assert partition.parameters["numFiles"] == "1"
-    assert partition.parameters["totalSize"] == str(sum(after.values()))
+    assert partition.parameters["totalSize"] == str(sum(_data(_hdfs_files(location)).values()))
     assert _hdfs_ids(spark)(location) == HOUR_IDS[COMPACTED]

@@ -1,7 +1,9 @@
-"""One driver process that runs sqlext's write and read paths against one store (a table root on S3 or HDFS),
-for ``tests/io/test_store_paths.py``: a Spark start costs 15-30 s, so every path shares this one.
+"""One driver process that runs sqlext's write and read paths against each store of its spec (a table root on
+S3, one on HDFS), for ``tests/io/test_store_paths.py``: a Spark start costs 15-30 s, so every path of both stores
+shares this one.
 
-In order, on an extended session (``sqlext.spark_session``) configured only with the spec's Spark conf:
+On each store in turn, on an extended session (``sqlext.spark_session``) configured only with the spec's Spark
+conf:
 
 - ``batch``: ``SET 'execution.runtime-mode' = 'batch'``; ``INSERT INTO events`` (four hours, two files a
   partition); ``INSERT OVERWRITE events PARTITION (dt, hr = '01')`` (a static partition: half its rows, amounts
@@ -15,8 +17,8 @@ In order, on an extended session (``sqlext.spark_session``) configured only with
   configured from the session's ``spark.hadoop.fs.s3a.*`` keys); with ``dataframe_fails`` in the spec the
   write is expected to fail (HDFS without libhdfs) and its error is recorded.
 
-Each step's outcome (error text if any), and with ``request_log`` the S3 server's request log position before
-and after it, go into the result JSON; the tests read the tables themselves.
+Each step's outcome (error text if any), and with the store's ``request_log`` the S3 server's request log
+position before and after it, go into the result JSON (by database); the tests read the tables themselves.
 
 Usage: python -m tests.support.store_paths_job SPEC_JSON RESULT_JSON
 """
@@ -31,6 +33,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import sqlext
 from sqlext.connectors.filesystem.sink import running_insert
@@ -47,6 +50,8 @@ BY_PARTITION_TIME = (
     "'sink.partition-commit.trigger' = 'partition-time', 'sink.partition-commit.delay' = '1 h', "
     "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00'"
 )
+#: The streaming read's pipeline name (its checkpoint's name).
+READER = "store_reader"
 #: How long the streaming read may take to copy every row once its input is committed.
 READ_WAIT_S = 180
 
@@ -117,7 +122,7 @@ def run_streams(spark: Any, database: str, local: Path, read: bool) -> dict[str,
     """The streaming insert, and with ``read`` the streaming read of its committed partitions beside it."""
     reader = None
     if read:
-        spark.sql("SET 'pipeline.name' = 'store_reader'")
+        spark.sql(f"SET 'pipeline.name' = '{READER}'")
         spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
         [job] = spark.sql(
             f"INSERT INTO {database}.stream_copy SELECT id, user_id, amount, ts, dt, hr FROM {database}.stream_events "
@@ -143,16 +148,24 @@ def run_streams(spark: Any, database: str, local: Path, read: bool) -> dict[str,
         reader.wait_committed(60)
         if reader.query.exception() is not None:
             raise RuntimeError(f"the streaming read failed: {reader.query.exception()}")
-        read = [
-            list(batch_progress(json.loads(source["endOffset"])).partitions)
-            for progress in reader.query.recentProgress
-            for source in progress["sources"]
-            if isinstance(json.loads(source["endOffset"]), dict) and json.loads(source["endOffset"]).get("batch")
-        ]
     finally:
         reader.stop()
         reader.wait(120)
-    return {"read_partitions": read, "written_rows": writer.committer.progress.rows}
+    checkpoints = Path(urlparse(spark.conf.get("spark.sqlext.checkpoint.root")).path)
+    return {"read_partitions": partitions_read(checkpoints / READER), "written_rows": writer.committer.progress.rows}
+
+
+def partitions_read(checkpoint: Path) -> list[list[str]]:
+    """The partitions each micro-batch of a streaming read read, from the end offsets in Spark's offset log (its
+    progress reports lag behind: the last batch's may not be posted when the query stops)."""
+    read = []
+    for offset in sorted(
+        (p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name)
+    ):
+        progress = batch_progress(json.loads(offset.read_text().splitlines()[2]))
+        if progress is not None:
+            read.append(list(progress.partitions))
+    return read
 
 
 def run_dataframe(spark: Any, database: str, input_dir: Path, local: Path, expect_failure: bool) -> dict[str, Any]:
@@ -178,22 +191,28 @@ def run_dataframe(spark: Any, database: str, input_dir: Path, local: Path, expec
     return {}
 
 
-def main(argv: list[str]) -> int:
-    spec = json.loads(Path(argv[0]).read_text())
-    database, root = spec["database"], spec["root"]
-    input_dir, local = Path(spec["input"]), Path(spec["local"])
-    spark = spark_session(app_name=f"store paths {database}", conf=spec["conf"])
-    spark.sparkContext.setLogLevel("ERROR")
-    steps = Steps(spec.get("request_log"))
+def run_store(spark: Any, store: dict[str, Any], input_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every path on one store (its tables under ``store["root"]``, in ``store["database"]``); each step's outcome."""
+    database, root, local = store["database"], store["root"], Path(store["local"])
+    steps = Steps(store.get("request_log"))
     for statement in ddl(database, root, input_dir, local):
         spark.sql(statement)
     spark.sql("SET 'execution.runtime-mode' = 'batch'")
     for name, statement in batch_statements(database).items():
         steps.run(name, partial(spark.sql, statement))
     spark.sql("SET 'execution.runtime-mode' = 'streaming'")
-    steps.run("stream", lambda: run_streams(spark, database, local, spec.get("read", False)))
-    steps.run("dataframe", lambda: run_dataframe(spark, database, input_dir, local, spec.get("dataframe_fails", False)))
-    Path(argv[1]).write_text(json.dumps(steps.results, indent=1))
+    steps.run("stream", lambda: run_streams(spark, database, local, store.get("read", False)))
+    fails = store.get("dataframe_fails", False)
+    steps.run("dataframe", lambda: run_dataframe(spark, database, input_dir, local, fails))
+    return steps.results
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(Path(argv[0]).read_text())
+    spark = spark_session(app_name="store paths", conf=spec["conf"])
+    spark.sparkContext.setLogLevel("ERROR")
+    results = {store["database"]: run_store(spark, store, Path(spec["input"])) for store in spec["stores"]}
+    Path(argv[1]).write_text(json.dumps(results, indent=1))
     spark.stop()
     return 0
 
