@@ -398,7 +398,7 @@ def test_format_sqlext_on_hdfs_without_libhdfs_fails_naming_the_path_and_what_it
     outcome = hdfs_run.done("dataframe")
     message = outcome["failure"]
     table = hdfs_run.table("df_events")
-    assert f"Cannot reach {table}" in message, message[-3000:]
+    assert f"Cannot reach {table} from this Python process (Unable to load lib" in message, message[-3000:]
     assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message
     assert "SQL INSERT" in message
     assert [s for s in FileSystem(table).list_files(table) if not s.relative.startswith("_")] == [], "nothing written"
