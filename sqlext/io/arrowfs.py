@@ -101,6 +101,27 @@ def s3_options(conf: Mapping[str, str], bucket: str) -> dict[str, Any]:
     return options
 
 
+def no_filesystem_message(uri: str, scheme: str, cause: BaseException) -> str:
+    """Why ``uri`` cannot be reached without a JVM, and what would reach it. pyarrow's own error is cut to its
+    first line: without libjvm or libhdfs it lists every path it tried, dozens of lines."""
+    reason = next((line.strip() for line in str(cause).splitlines() if line.strip()), type(cause).__name__)
+    if scheme == "hdfs":
+        return (
+            f"Cannot reach {uri} from this Python process ({reason}). Where no JVM of its own is at hand "
+            "(format('sqlext')'s and SDP sinks' writers in Spark's Python workers, Spark Connect clients, the "
+            "CLI with SQLEXT_FS=pyarrow), sqlext reaches hdfs:// through pyarrow's HDFS client, which needs, in "
+            "the environment of those processes: JAVA_HOME (a JDK with lib/server/libjvm.so), Hadoop's native "
+            "libhdfs.so (ARROW_LIBHDFS_DIR, or HADOOP_HOME/lib/native) and CLASSPATH holding Hadoop's client "
+            "jars and configuration (`hadoop classpath --glob`). Without them, write hdfs:// tables with SQL "
+            "INSERT (Spark's own writers reach hdfs://); see docs/object-stores.md."
+        )
+    return (
+        f"No filesystem for {uri} in this process ({reason}). Without a JVM sqlext serves file:, viewfs:// "
+        "(mount table links), s3a:// and, with libhdfs, hdfs://; run this where a Spark session is "
+        "active to use Spark's Hadoop filesystems for every scheme."
+    )
+
+
 class ArrowBackend:
     """File operations on full URIs through pyarrow, configured from the fallback's Hadoop settings."""
 
@@ -124,11 +145,7 @@ class ArrowBackend:
         try:
             fs, path = pafs.FileSystem.from_uri(parsed._replace(path=quote(parsed.path)).geturl())
         except Exception as exc:  # pyarrow's ArrowInvalid / OSError: an unknown scheme or no libhdfs
-            raise FileSystemError(
-                f"No filesystem for {uri} in this process ({exc}). Without a JVM sqlext serves file:, viewfs:// "
-                "(mount table links), s3a:// and, with libhdfs, hdfs://; run this where a Spark session is "
-                "active to use Spark's Hadoop filesystems for every scheme."
-            ) from exc
+            raise FileSystemError(no_filesystem_message(uri, scheme, exc)) from exc
         return fs, path
 
     def _filesystem(self, scheme: str, authority: str, build: Any) -> pafs.FileSystem:

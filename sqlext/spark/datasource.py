@@ -52,6 +52,7 @@ from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import TableNotFoundError, ValidationError
 from sqlext.io import arrowfs
 from sqlext.io.fs import FileSystem, join
+from sqlext.io.reach import check_reachable
 from sqlext.jobs.checkpoint import TableRef
 from sqlext.jobs.writer_claim import WriterClaim
 from sqlext.options import parse_duration
@@ -97,6 +98,9 @@ class SqlextDataSource(DataSource):
         settings = SinkSettings.from_table(table)
         check_watermark_source(settings, schema.fieldNames())
         arrowfs.configure(self.hadoop)
+        # First, and naming the table's path: storage this process cannot reach (hdfs:// without libhdfs, an
+        # s3a:// bucket without keys) fails the start here, before anything is written.
+        check_reachable(FileSystem(settings.path), settings.path)
         claim = WriterClaim(
             settings.path,
             query,

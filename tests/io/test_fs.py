@@ -157,6 +157,20 @@ def test_the_fallback_names_what_serves_an_unknown_scheme(monkeypatch: pytest.Mo
         FileSystem("wasb://c@a.blob.core.windows.net/t").exists("wasb://c@a.blob.core.windows.net/t/x")
 
 
+def test_the_fallback_names_what_hdfs_needs_without_libhdfs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Where format('sqlext')'s writers run (no JVM), hdfs:// needs pyarrow's libhdfs: the error says what to
+    install and set, in a few lines (pyarrow's own lists every path it tried)."""
+    monkeypatch.setenv(BACKEND_ENV, "pyarrow")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    with pytest.raises(FileSystemError) as failure:
+        FileSystem("hdfs://127.0.0.1:9/t").exists("hdfs://127.0.0.1:9/t/x")
+    message = str(failure.value)
+    assert message.startswith("Cannot reach hdfs://127.0.0.1:9/t/x from this Python process (Unable to load lib")
+    assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message and "SQL INSERT" in message
+    assert len(message) < 1200 and "\n" not in message
+
+
 @pytest.mark.spark
 def test_auto_keeps_local_paths_on_pyarrow_and_sends_the_rest_to_spark(spark, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(BACKEND_ENV, "auto")

@@ -291,3 +291,73 @@ def print_request_report(requests: list[S3Request], data: dict[str, int], prefix
 def hdfs_listing(table_uri: str) -> dict[str, int]:
     """Every file under the table, through the test session's Spark (Hadoop's HDFS client)."""
     return {status.uri: status.size for status in FileSystem(table_uri).list_files(table_uri)}
+
+
+# -- the paths of tests/io/test_store_paths.py ------------------------------------------------------------
+
+
+def run_job_process(module: str, args: list[str], home: Path, timeout_s: int = 900) -> subprocess.CompletedProcess[str]:
+    """Run a driver script of tests/support (``python -m <module> <args>``) with this checkout's sqlext."""
+    env = {**os.environ, "SQLEXT_HOME": str(home), "PYTHONPATH": str(REPO)}
+    env.pop("SQLEXT_FAULT", None)
+    command = [sys.executable, "-m", module, *args]
+    return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+
+
+def assert_partitions_match(
+    hms: MetastoreClient,
+    database: str,
+    table: str,
+    table_uri: str,
+    expected: dict[str, list[int]],
+    files: Any,
+    ids: Any,
+) -> None:
+    """The HMS lists exactly ``expected``'s partitions (``k=v/k=v`` -> sorted ids) of the table, each at its
+    place under ``table_uri`` with a ``_SUCCESS``, ``numFiles``/``totalSize`` of the data files there and
+    ``numRows`` of the rows there, which a reader reads back as the expected ids. ``files(location)``: name ->
+    size of the files directly in a dir; ``ids(location)``: the sorted ids a reader reads there."""
+    assert sorted(hms.get_partition_names(database, table)) == sorted(expected)
+    for partition in hms.get_partitions_by_names(database, table, sorted(expected)):
+        relative = f"dt={partition.values[0]}/hr={partition.values[1]}"
+        location = f"{table_uri}/{relative}"
+        assert partition.sd.location == location
+        present = files(location)
+        data = {name: size for name, size in present.items() if not name.startswith(("_", "."))}
+        assert "_SUCCESS" in present, f"no _SUCCESS in {location}"
+        assert ids(location) == expected[relative], f"rows of {location}"
+        assert partition.parameters["numFiles"] == str(len(data)), location
+        assert partition.parameters["totalSize"] == str(sum(data.values())), location
+        assert partition.parameters["numRows"] == str(len(expected[relative])), location
+
+
+def s3_dir_files(server: S3Server, uri: str) -> dict[str, int]:
+    """The objects directly in an ``s3a://bucket/dir`` (S3A's ``dir/`` markers left out): name -> size."""
+    bucket, _, prefix = uri.removeprefix("s3a://").partition("/")
+    return {
+        key[len(prefix) + 1 :]: size
+        for key, size in server.objects(bucket, prefix + "/").items()
+        if "/" not in key[len(prefix) + 1 :] and not key.endswith("/")
+    }
+
+
+def s3_ids(server: S3Server, uri: str) -> list[int]:
+    """The ids a reader (pyarrow's S3 client, skipping ``_``/``.`` names) reads under ``s3a://bucket/dir``."""
+    bucket, _, prefix = uri.removeprefix("s3a://").partition("/")
+    return s3_rows(server, bucket, prefix)
+
+
+def s3_log(server: S3Server, table_uri: str, query: str) -> list[dict[str, Any]]:
+    """The most advanced commit log entry of each batch of ``query`` in an ``s3a://`` table, read from the
+    bucket (``<table>/_sqlext/log/<query>/<batch>.<state>``)."""
+    bucket, _, prefix = table_uri.removeprefix("s3a://").partition("/")
+    order = {"requested": 0, "inflight": 1, "completed": 2}
+    latest: dict[int, tuple[int, str]] = {}
+    for key in server.objects(bucket, f"{prefix}/_sqlext/log/{query}/"):
+        batch, _, state = key.rsplit("/", 1)[1].partition(".")
+        if state in order and order[state] >= latest.get(int(batch), (-1, ""))[0]:
+            latest[int(batch)] = (order[state], key)
+    client = server.client()
+    return [
+        json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read()) for _, (_, key) in sorted(latest.items())
+    ]

@@ -93,6 +93,11 @@ class CommittedPartitionReader(DataSourceStreamReader):
             self._latest = start
             return start
         self._next_poll = now + self.settings.monitor_interval.total_seconds()
+        from sqlext.io import arrowfs
+
+        # This process is Spark's Python worker, without a JVM: the partition listings below go through
+        # pyarrow, which needs the session's keys (an s3a:// table's endpoint and credentials) as read_file does.
+        arrowfs.configure(self.spec.hadoop)
         partitions = poll(self.spec, self._metastore())
         self._polled = partitions
         options = Options(self.spec.options)

@@ -1,0 +1,422 @@
+"""sqlext's write and read paths on a real S3 server and a real HDFS mini cluster, beyond the streaming SQL
+``INSERT`` of ``test_object_stores.py``: batch ``INSERT INTO``, ``INSERT OVERWRITE`` of a partition, of the
+partitions a query writes and of a table without partitions, a streaming insert with ``auto-compaction``,
+``format("sqlext")`` (pyarrow in Spark's Python workers; on HDFS without libhdfs, its error), a streaming read of
+committed partitions (``streaming-source.enable``), ``sqlext compact`` and ``sqlext commits``.
+
+A Spark start costs 15-30 s, so both stores' paths run in ONE driver process (``tests/support/store_paths_job.py``,
+started by a module fixture), followed by one ``sqlext compact`` per store (and in a test, one ``sqlext commits``
+on HDFS); the tests then read each table back: rows through a reader (pyarrow on S3, Spark on HDFS), the HMS
+partitions and their statistics against the files, ``_SUCCESS``, the commit log, and on S3 the server's request
+log."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.commit_log import CommitLog
+from sqlext.io.fs import FileSystem
+from tests.support.read_job import committed_ids
+from tests.support.s3_server import S3Request, S3Server
+from tests.support.store_runs import (
+    HOURS,
+    ROWS_PER_HOUR,
+    assert_nothing_pending,
+    assert_partitions_match,
+    commit_log,
+    run_cli,
+    run_job_process,
+    s3_dir_files,
+    s3_ids,
+    s3_log,
+    s3a_conf,
+)
+from tests.support.stores import HdfsCluster
+from tests.support.streams import write_hourly_events
+
+pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.slow]
+
+DAY = "dt=2026-11-22"
+HOUR_IDS = {f"{DAY}/hr={h:02d}": list(range(h * ROWS_PER_HOUR, (h + 1) * ROWS_PER_HOUR)) for h in range(HOURS)}
+#: ``events`` once its statements ran: hour 01 overwritten by its even ids, hour 02 by its ids divisible by 3.
+EVENTS_IDS = {
+    **HOUR_IDS,
+    f"{DAY}/hr=01": [i for i in HOUR_IDS[f"{DAY}/hr=01"] if i % 2 == 0],
+    f"{DAY}/hr=02": [i for i in HOUR_IDS[f"{DAY}/hr=02"] if i % 3 == 0],
+}
+ALL_IDS = list(range(HOURS * ROWS_PER_HOUR))
+BATCH_QUERY = "insert_{database}_events.batch"
+COMPACTED = f"{DAY}/hr=03"  # the partition `sqlext compact` is run on
+
+
+@dataclass
+class StoreRun:
+    """What the module's driver run and ``sqlext compact`` did on one store."""
+
+    database: str
+    root: str
+    conf: dict[str, str]
+    steps: dict[str, dict[str, Any]]
+    local: Path
+    home: Path
+    compact: subprocess.CompletedProcess[str]
+
+    def table(self, name: str) -> str:
+        return f"{self.root}/{name}"
+
+    def done(self, step: str) -> dict[str, Any]:
+        """The step's outcome; fails the test with the step's error if it failed."""
+        outcome = self.steps[step]
+        assert outcome["error"] is None, f"{step} failed:\n{outcome['error']}"
+        return outcome
+
+
+BUCKET = "sqlext-paths"
+
+
+@pytest.fixture(scope="module")
+def store_runs(
+    s3_server: S3Server,
+    hdfs_cluster: HdfsCluster,
+    store_metastore: MetastoreSettings,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, StoreRun]:
+    """Both stores' paths in one driver process (one Spark start for both), then ``sqlext compact`` of one
+    committed partition on each. So the S3 tests start the HDFS mini cluster too, and the HDFS tests the S3 server
+    (the metastore of the storage tests needs it anyway)."""
+    tmp = tmp_path_factory.mktemp("store-paths")
+    write_hourly_events(tmp / "input", datetime(2026, 11, 22), HOURS, ROWS_PER_HOUR)
+    s3_server.create_bucket(BUCKET)
+    conf = {
+        "spark.master": "local[2]",
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.python.authenticate.socketTimeout": "120s",
+        "spark.sqlext.metastore.uris": store_metastore.uri,
+        "spark.sqlext.checkpoint.root": (tmp / "checkpoints").as_uri(),
+        **s3a_conf(s3_server),
+    }
+    stores = [
+        {
+            "database": "s3_paths",
+            "root": f"s3a://{BUCKET}/warehouse",
+            "local": str(tmp / "s3"),
+            "request_log": str(s3_server.log),
+            "read": True,
+        },
+        {
+            "database": "hdfs_paths",
+            "root": f"{hdfs_cluster.uri}/warehouse",
+            "local": str(tmp / "hdfs"),
+            "dataframe_fails": True,
+        },
+    ]
+    spec_file, result_file = tmp / "spec.json", tmp / "result.json"
+    spec_file.write_text(json.dumps({"conf": conf, "input": str(tmp / "input"), "stores": stores}))
+    job = run_job_process("tests.support.store_paths_job", [str(spec_file), str(result_file)], tmp / "home")
+    assert job.returncode == 0 and result_file.is_file(), job.stderr[-6000:]
+    results = json.loads(result_file.read_text())
+    runs = {}
+    for store in stores:
+        database = store["database"]
+        args = ["compact", f"{database}.events", "--partition", "hr=03", "--reader-grace", "1 s", "--quiet"]
+        compacted = run_cli(args, conf, tmp / "home")
+        runs[database] = StoreRun(
+            database, store["root"], conf, results[database], Path(store["local"]), tmp / "home", compacted
+        )
+    return runs
+
+
+def _data(files: dict[str, int]) -> dict[str, int]:
+    return {name: size for name, size in files.items() if not name.startswith(("_", "."))}
+
+
+# -- S3 ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def s3_run(store_runs: dict[str, StoreRun]) -> StoreRun:
+    return store_runs["s3_paths"]
+
+
+def _window(server: S3Server, outcome: dict[str, Any]) -> list[S3Request]:
+    """The requests the server answered during a step of the driver run."""
+    return server.requests(outcome["since"])[: outcome["until"] - outcome["since"]]
+
+
+def _key(uri: str) -> str:
+    return uri.removeprefix("s3a://").split("/", 1)[1]
+
+
+def _copies_into(requests: list[S3Request], prefix: str) -> list[str]:
+    """Keys of data files (Spark's ``part-*``, compaction's ``compacted-*``)
+    under ``prefix`` that the server wrote by copying (``CopyObject``, ``UploadPartCopy``), sqlext's hidden dirs
+    (``_sqlext/``: staging, trash, compaction) included."""
+    return [
+        r.key
+        for r in requests
+        if r.operation in ("CopyObject", "UploadPartCopy")
+        and r.key.startswith(prefix + "/")
+        and r.key.rsplit("/", 1)[1].startswith(("part-", "compacted-"))
+    ]
+
+
+def _report(what: str, requests: list[S3Request], prefix: str) -> None:
+    """What a step cost on the server, printed for docs/object-stores.md (``-s`` or ``-rP``)."""
+    counts = Counter(r.operation for r in requests if r.key.startswith(prefix + "/"))
+    print(f"\n{what}: {dict(sorted(counts.items()))}; copies of data files: {len(_copies_into(requests, prefix))}")
+
+
+@pytest.mark.s3
+def test_a_batch_insert_into_s3_publishes_each_file_as_its_upload_without_a_copy(
+    s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    outcome = s3_run.done("insert")
+    table = s3_run.table("events")
+    prefix = _key(table)
+    requests = _window(s3_server, outcome)
+    [entry, *_] = s3_log(s3_server, table, BATCH_QUERY.format(database=s3_run.database))
+
+    assert entry["state"] == "completed" and entry["final"] and entry["operation"] == "append"
+    assert sorted(entry["committed_partitions"]) == sorted(HOUR_IDS)
+    assert sum(f["rows"] for f in entry["files"]) == len(ALL_IDS)
+    written = {_key(f["final"]): f["size"] for f in entry["files"]}
+    assert len(written) == 2 * HOURS, "two tasks ('sink.parallelism' = '2'), each with rows of every hour"
+    assert all(f["upload"] for f in entry["files"]), "written as pending uploads to the final keys"
+    completed = sorted(r.key for r in requests if r.operation == "CompleteMultipartUpload")
+    assert completed == sorted(written)
+    assert _copies_into(requests, prefix) == [], "no data file copied"
+    sent = sum(r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and r.key in written)
+    assert sent == sum(written.values()), "each data byte sent once"
+    assert [r for r in requests if r.status >= 500] == []
+    _report("batch INSERT INTO (4 partitions)", requests, prefix)
+
+
+@pytest.mark.s3
+def test_insert_overwrite_on_s3_replaces_a_static_partition_the_written_partitions_and_a_whole_table(
+    s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    for step in ("overwrite_partition", "overwrite_dynamic", "flat_insert", "flat_overwrite"):
+        s3_run.done(step)
+    table = s3_run.table("events")
+    with MetastoreClient(store_metastore.uri) as hms:
+        assert_partitions_match(
+            hms,
+            s3_run.database,
+            "events",
+            table,
+            EVENTS_IDS,
+            lambda uri: s3_dir_files(s3_server, uri),
+            lambda uri: s3_ids(s3_server, uri),
+        )
+    log = s3_log(s3_server, table, BATCH_QUERY.format(database=s3_run.database))
+    assert [(e["operation"], e["state"], sorted(e["partitions"])) for e in log[1:]] == [
+        ("overwrite", "completed", [f"{DAY}/hr=01"]),
+        ("overwrite", "completed", [f"{DAY}/hr=02"]),
+    ]
+    assert_nothing_pending(s3_server, BUCKET, _key(table))
+    # The table without partitions holds the overwrite's rows alone, in its files alone.
+    flat = s3_run.table("flat")
+    assert s3_ids(s3_server, flat) == list(range(40))
+    [overwrite] = s3_log(s3_server, flat, f"insert_{s3_run.database}_flat.batch")[1:]
+    assert sorted(_data(s3_dir_files(s3_server, flat))) == sorted(
+        f["final"].rsplit("/", 1)[1] for f in overwrite["files"]
+    )
+    for step in ("overwrite_partition", "overwrite_dynamic", "flat_overwrite"):
+        _report(f"INSERT OVERWRITE ({step})", _window(s3_server, s3_run.steps[step]), _key(s3_run.root))
+
+
+@pytest.mark.s3
+def test_a_streaming_insert_with_auto_compaction_on_s3_commits_each_hour_as_one_merged_file(
+    s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    outcome = s3_run.done("stream")
+    table = s3_run.table("stream_events")
+    prefix = _key(table)
+    with MetastoreClient(store_metastore.uri) as hms:
+        assert_partitions_match(
+            hms,
+            s3_run.database,
+            "stream_events",
+            table,
+            HOUR_IDS,
+            lambda uri: s3_dir_files(s3_server, uri),
+            lambda uri: s3_ids(s3_server, uri),
+        )
+        for partition in hms.get_partitions_by_names(s3_run.database, "stream_events", sorted(HOUR_IDS)):
+            assert partition.parameters["numFiles"] == "1", "the batch's two files merged before the commit"
+    batches = s3_log(s3_server, table, f"insert_{s3_run.database}_stream_events")
+    compactions = s3_log(s3_server, table, "_compaction")
+    assert sum(len(e["files"]) for e in batches) == 2 * HOURS and all(e["state"] == "completed" for e in batches)
+    assert [(e["state"], len(e["replaced_files"]), len(e["files"])) for e in compactions] == [("completed", 2, 1)] * 4
+    # The insert's files are published uploads; the only data files the server copied are the merged files,
+    # moved from the compaction's work dir into their partitions, and the merged-away files, into the trash.
+    requests = _window(s3_server, outcome)
+    completed = sorted(r.key for r in requests if r.operation == "CompleteMultipartUpload" and r.key.startswith(prefix))
+    assert completed == sorted(_key(f["final"]) for e in batches for f in e["files"])
+    merged = sorted(_key(f["final"]) for e in compactions for f in e["files"])
+    copies = _copies_into(requests, prefix)
+    assert sorted(k for k in copies if "/_sqlext/" not in k) == merged
+    assert {k.split("/_sqlext/", 1)[1].split("/")[0] for k in copies if "/_sqlext/" in k} <= {"trash"}
+    assert_nothing_pending(s3_server, BUCKET, prefix)
+    _report("streaming INSERT with auto-compaction (4 batches)", requests, prefix)
+
+
+@pytest.mark.s3
+def test_a_streaming_read_of_an_s3_table_reads_each_committed_partition_once(s3_run: StoreRun) -> None:
+    outcome = s3_run.done("stream")
+    read = [partition for batch in outcome["read_partitions"] for partition in batch]
+    assert sorted(read) == sorted(HOUR_IDS), "each committed partition read once"
+    assert committed_ids(s3_run.local / "stream_copy") == ALL_IDS, "every row copied once"
+
+
+@pytest.mark.s3
+def test_format_sqlext_writes_an_s3_table_from_python_workers_configured_by_the_s3a_keys(
+    s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    outcome = s3_run.done("dataframe")
+    table = s3_run.table("df_events")
+    prefix = _key(table)
+    with MetastoreClient(store_metastore.uri) as hms:
+        assert_partitions_match(
+            hms,
+            s3_run.database,
+            "df_events",
+            table,
+            HOUR_IDS,
+            lambda uri: s3_dir_files(s3_server, uri),
+            lambda uri: s3_ids(s3_server, uri),
+        )
+    batches = s3_log(s3_server, table, f"sqlext_{s3_run.database}_df_events")
+    assert all(e["state"] == "completed" for e in batches)
+    assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
+    # pyarrow writes each file into the staging dir; its move into the partition is a server-side copy.
+    requests = _window(s3_server, outcome)
+    finals = sorted(_key(f["final"]) for e in batches for f in e["files"])
+    assert sorted(k for k in _copies_into(requests, prefix) if "/_sqlext/" not in k) == finals
+    staged = sum(
+        r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and "/_sqlext/staging/" in r.key
+    )
+    assert staged == sum(f["size"] for e in batches for f in e["files"])
+    assert [k for k in s3_server.objects(BUCKET, f"{prefix}/_sqlext/staging/") if not k.endswith("/")] == []
+    _report("format('sqlext') (4 batches)", requests, prefix)
+
+
+@pytest.mark.s3
+def test_sqlext_compact_merges_a_committed_s3_partition_and_updates_its_statistics(
+    s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    assert s3_run.compact.returncode == 0, s3_run.compact.stderr[-4000:]
+    assert "1 of 1 partition(s) compacted, 2 files merged into 1" in s3_run.compact.stdout
+    table = s3_run.table("events")
+    location = f"{table}/{COMPACTED}"
+    [entry] = s3_log(s3_server, table, "_compaction")
+    _assert_compacted(entry, location, _data(s3_dir_files(s3_server, location)))
+    with MetastoreClient(store_metastore.uri) as hms:
+        [partition] = hms.get_partitions_by_names(s3_run.database, "events", [COMPACTED])
+    assert partition.sd.location == location, "switched back from the compaction's work dir"
+    assert partition.parameters["numFiles"] == "1"
+    assert partition.parameters["totalSize"] == str(sum(_data(s3_dir_files(s3_server, location)).values()))
+    assert s3_ids(s3_server, location) == HOUR_IDS[COMPACTED]
+
+
+def _assert_compacted(entry: dict[str, Any], location: str, data: dict[str, int]) -> None:
+    """``sqlext compact``'s log entry: the partition's two files merged into the one file now there."""
+    assert (entry["state"], entry["committed_partitions"]) == ("completed", [COMPACTED])
+    assert len(entry["replaced_files"]) == 2 and all(f.startswith(location + "/") for f in entry["replaced_files"])
+    [merged] = entry["files"]
+    # (Its "size" is the replaced files' bytes, planned before the merge, not the merged file's.)
+    assert merged["final"].rsplit("/", 1) == [location, *data]
+    assert merged["rows"] == ROWS_PER_HOUR
+
+
+# -- HDFS -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hdfs_run(store_runs: dict[str, StoreRun]) -> StoreRun:
+    return store_runs["hdfs_paths"]
+
+
+def _hdfs_files(uri: str) -> dict[str, int]:
+    """The files directly in an ``hdfs://`` dir, through the test session's Spark (Hadoop's HDFS client)."""
+    return {status.relative: status.size for status in FileSystem(uri).list_files(uri, recursive=False)}
+
+
+def _hdfs_ids(spark: Any) -> Any:
+    return lambda uri: sorted(row.id for row in spark.read.parquet(uri).select("id").collect())
+
+
+@pytest.mark.hdfs
+def test_batch_inserts_and_overwrites_on_hdfs_commit_the_rows_each_statement_leaves(
+    hdfs_run: StoreRun, spark: Any, store_metastore: MetastoreSettings
+) -> None:
+    for step in ("insert", "overwrite_partition", "overwrite_dynamic", "flat_insert", "flat_overwrite"):
+        hdfs_run.done(step)
+    table = hdfs_run.table("events")
+    with MetastoreClient(store_metastore.uri) as hms:
+        assert_partitions_match(hms, hdfs_run.database, "events", table, EVENTS_IDS, _hdfs_files, _hdfs_ids(spark))
+    log = commit_log(table, hdfs_run.conf, hdfs_run.home)  # `sqlext commits <hdfs uri> --json`
+    batches = [e for e in log if e["query"] == BATCH_QUERY.format(database=hdfs_run.database)]
+    assert [(e["batch"], e["operation"], e["state"]) for e in batches] == [
+        (0, "append", "completed"),
+        (1, "overwrite", "completed"),
+        (2, "overwrite", "completed"),
+    ]
+    assert sorted(batches[0]["committed_partitions"]) == sorted(HOUR_IDS)
+    assert sum(f["rows"] for f in batches[0]["files"]) == len(ALL_IDS)
+    assert [sorted(e["committed_partitions"]) for e in batches[1:]] == [[f"{DAY}/hr=01"], [f"{DAY}/hr=02"]]
+    assert not [name for name in FileSystem(table).list_files(f"{table}/_sqlext/staging")], "staged files left"
+    flat = hdfs_run.table("flat")
+    assert _hdfs_ids(spark)(flat) == list(range(40))
+
+
+@pytest.mark.hdfs
+def test_a_streaming_insert_with_auto_compaction_on_hdfs_commits_each_hour_as_one_merged_file(
+    hdfs_run: StoreRun, spark: Any, store_metastore: MetastoreSettings
+) -> None:
+    hdfs_run.done("stream")
+    table = hdfs_run.table("stream_events")
+    with MetastoreClient(store_metastore.uri) as hms:
+        assert_partitions_match(hms, hdfs_run.database, "stream_events", table, HOUR_IDS, _hdfs_files, _hdfs_ids(spark))
+        for partition in hms.get_partitions_by_names(hdfs_run.database, "stream_events", sorted(HOUR_IDS)):
+            assert partition.parameters["numFiles"] == "1", "the batch's two files merged before the commit"
+
+
+@pytest.mark.hdfs
+def test_format_sqlext_on_hdfs_without_libhdfs_fails_naming_the_path_and_what_it_needs(hdfs_run: StoreRun) -> None:
+    outcome = hdfs_run.done("dataframe")
+    message = outcome["failure"]
+    table = hdfs_run.table("df_events")
+    assert f"Cannot reach {table} from this Python process (Unable to load lib" in message, message[-3000:]
+    assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message
+    assert "SQL INSERT" in message
+    assert [s for s in FileSystem(table).list_files(table) if not s.relative.startswith("_")] == [], "nothing written"
+
+
+@pytest.mark.hdfs
+def test_sqlext_compact_merges_a_committed_hdfs_partition_and_updates_its_statistics(
+    hdfs_run: StoreRun, spark: Any, store_metastore: MetastoreSettings
+) -> None:
+    assert hdfs_run.compact.returncode == 0, hdfs_run.compact.stderr[-4000:]
+    assert "1 of 1 partition(s) compacted, 2 files merged into 1" in hdfs_run.compact.stdout
+    table = hdfs_run.table("events")
+    location = f"{table}/{COMPACTED}"
+    [entry] = [e.to_json() for e in CommitLog(FileSystem(table), table).entries("_compaction")]
+    _assert_compacted(entry, location, _data(_hdfs_files(location)))
+    with MetastoreClient(store_metastore.uri) as hms:
+        [partition] = hms.get_partitions_by_names(hdfs_run.database, "events", [COMPACTED])
+    assert partition.sd.location == location
+    assert partition.parameters["numFiles"] == "1"
+    assert partition.parameters["totalSize"] == str(sum(_data(_hdfs_files(location)).values()))
+    assert _hdfs_ids(spark)(location) == HOUR_IDS[COMPACTED]
