@@ -171,6 +171,21 @@ def _copies_into(requests: list[S3Request], prefix: str) -> list[str]:
     ]
 
 
+def _assert_s3_partitions_match(
+    hms: MetastoreClient, run: StoreRun, server: S3Server, name: str, ids: dict[str, list[int]]
+) -> None:
+    """:func:`assert_partitions_match` for a table of the S3 run, its files and rows read from the bucket."""
+    assert_partitions_match(
+        hms,
+        run.database,
+        name,
+        run.table(name),
+        ids,
+        lambda uri: s3_dir_files(server, uri),
+        lambda uri: s3_ids(server, uri),
+    )
+
+
 def _report(what: str, requests: list[S3Request], prefix: str) -> None:
     """What a step cost on the server, printed for docs/object-stores.md (``-s`` or ``-rP``)."""
     counts = Counter(r.operation for r in requests if r.key.startswith(prefix + "/"))
@@ -210,15 +225,7 @@ def test_insert_overwrite_on_s3_replaces_a_static_partition_the_written_partitio
         s3_run.done(step)
     table = s3_run.table("events")
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_partitions_match(
-            hms,
-            s3_run.database,
-            "events",
-            table,
-            EVENTS_IDS,
-            lambda uri: s3_dir_files(s3_server, uri),
-            lambda uri: s3_ids(s3_server, uri),
-        )
+        _assert_s3_partitions_match(hms, s3_run, s3_server, "events", EVENTS_IDS)
     log = s3_log(s3_server, table, BATCH_QUERY.format(database=s3_run.database))
     assert [(e["operation"], e["state"], sorted(e["partitions"])) for e in log[1:]] == [
         ("overwrite", "completed", [f"{DAY}/hr=01"]),
@@ -244,15 +251,7 @@ def test_a_streaming_insert_with_auto_compaction_on_s3_commits_each_hour_as_one_
     table = s3_run.table("stream_events")
     prefix = _key(table)
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_partitions_match(
-            hms,
-            s3_run.database,
-            "stream_events",
-            table,
-            HOUR_IDS,
-            lambda uri: s3_dir_files(s3_server, uri),
-            lambda uri: s3_ids(s3_server, uri),
-        )
+        _assert_s3_partitions_match(hms, s3_run, s3_server, "stream_events", HOUR_IDS)
         for partition in hms.get_partitions_by_names(s3_run.database, "stream_events", sorted(HOUR_IDS)):
             assert partition.parameters["numFiles"] == "1", "the batch's two files merged before the commit"
     batches = s3_log(s3_server, table, f"insert_{s3_run.database}_stream_events")
@@ -288,15 +287,7 @@ def test_format_sqlext_writes_an_s3_table_from_python_workers_configured_by_the_
     table = s3_run.table("df_events")
     prefix = _key(table)
     with MetastoreClient(store_metastore.uri) as hms:
-        assert_partitions_match(
-            hms,
-            s3_run.database,
-            "df_events",
-            table,
-            HOUR_IDS,
-            lambda uri: s3_dir_files(s3_server, uri),
-            lambda uri: s3_ids(s3_server, uri),
-        )
+        _assert_s3_partitions_match(hms, s3_run, s3_server, "df_events", HOUR_IDS)
     batches = s3_log(s3_server, table, f"sqlext_{s3_run.database}_df_events")
     assert all(e["state"] == "completed" for e in batches)
     assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
