@@ -288,8 +288,12 @@ def test_a_running_insert_keeps_its_starters_privileges_and_the_table_owner_may_
 
     _rows(alice, f"REVOKE INSERT ON TABLE {DB}.daily FROM USER bob")
     _denied(bob, DAILY_INSERT.format(db=DB, sink="daily", source="bobs_events"), "insert", "bob")
-    written = len(list((tmp_path / "daily").rglob("*.parquet")))
-    wait_for(lambda: len(list((tmp_path / "daily").rglob("*.parquet"))) > written, 120, what="bob's insert writes on")
+    # Committed files only: a recursive walk would also enter the staging directories the stream is
+    # creating and removing under it.
+    written = len(list((tmp_path / "daily").glob("dt=*/*.parquet")))
+    wait_for(
+        lambda: len(list((tmp_path / "daily").glob("dt=*/*.parquet"))) > written, 120, what="bob's insert commits on"
+    )
     assert (job_id, "bobs_stream", "RUNNING") in [row[:3] for row in _rows(bob, "SHOW JOBS")]
 
     assert (job_id, "bobs_stream", "RUNNING") in [row[:3] for row in _rows(alice, "SHOW JOBS")]
