@@ -33,8 +33,14 @@ PENDING_DIR = "_temporary"
 #: attempt dies during its commit (SPARK-39195), so a succeeded job's staging dir holds exactly the files of
 #: the committed attempts; a failed job's partial files are never planned, and its replay overwrites them.
 #: ``partitionOverwriteMode=static`` keeps that overwrite wiping the whole staging dir whatever the session's
-#: mode (dynamic would keep a failed attempt's files in partitions the replay does not write).
-STAGING_COMMITTER = {"mapreduce.fileoutputcommitter.algorithm.version": "2", "partitionOverwriteMode": "static"}
+#: mode (dynamic would keep a failed attempt's files in partitions the replay does not write). No ``_SUCCESS``
+#: marker: nothing reads one in a staging dir (the planner lists it only after the job succeeded and skips
+#: ``_`` files), and it cost a file (on S3 a PUT) per batch on the batch's critical path.
+STAGING_COMMITTER = {
+    "mapreduce.fileoutputcommitter.algorithm.version": "2",
+    "mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+    "partitionOverwriteMode": "static",
+}
 
 
 @dataclass(frozen=True)
