@@ -1,6 +1,7 @@
 """Partition registration (a backfill of existing directories): sqlext's partition commit vs Spark's
 ``MSCK REPAIR TABLE`` vs one HMS ``add_partition`` call per partition vs the metastore's own limit (batched
-``add_partitions_req`` of partitions built in memory, nothing read from the files), on the same directory tree.
+``add_partitions_req`` of partitions built in memory, nothing read from the files, over the client's parallel
+connections and over one), on the same directory tree.
 
     python -m bench.partition_registration [--partitions 2000] [--repeats 3]
 
@@ -23,7 +24,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 
 from bench.common import median, metastore, print_table, scratch_dir, spark_session, timed, write_result
 from sqlext.catalog.hms import Catalog
-from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import PARTITION_BATCH, MetastoreClient
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.table import Column, TableDefinition, TableIdentifier
@@ -90,8 +91,23 @@ def register_one_call_each(client: MetastoreClient, table: TableDefinition, valu
 
 
 def register_raw_batches(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
-    """The metastore's own limit: batched ``add_partitions_req`` of ready partitions, nothing read or listed."""
+    """The metastore's own limit: batched ``add_partitions_req`` of ready partitions, nothing read or listed,
+    over the client's ``PARALLEL_CALLS`` connections as sqlext sends them."""
     client.add_partitions("bench", table.identifier.name, hms_partitions(client, table, values))
+
+
+def register_raw_one_connection(client: MetastoreClient, table: TableDefinition, values: list[tuple[str, str]]) -> None:
+    """Batched ``add_partitions_req`` of ready partitions, one call after another on one connection."""
+    partitions = hms_partitions(client, table, values)
+    for start in range(0, len(partitions), PARTITION_BATCH):
+        request = ttypes.AddPartitionsRequest(
+            dbName="bench",
+            tblName=table.identifier.name,
+            parts=partitions[start : start + PARTITION_BATCH],
+            ifNotExists=True,
+            needResult=False,
+        )
+        client.call("add_partitions_req", request)
 
 
 def main() -> None:
@@ -106,6 +122,7 @@ def main() -> None:
     seconds: dict[str, list[float]] = {
         "sqlext": [],
         "add_partitions_req": [],
+        "add_partitions_req_one_connection": [],
         "msck_repair": [],
         "one_call_each": [],
     }
@@ -123,6 +140,9 @@ def main() -> None:
             actions: dict[str, Any] = {
                 "sqlext": partial(register_with_sqlext, tables["sqlext"], hms.uri, state, values),
                 "add_partitions_req": partial(register_raw_batches, client, tables["add_partitions_req"], values),
+                "add_partitions_req_one_connection": partial(
+                    register_raw_one_connection, client, tables["add_partitions_req_one_connection"], values
+                ),
                 "msck_repair": partial(spark.sql, f"MSCK REPAIR TABLE bench.msck_repair_{repeat}"),
                 "one_call_each": partial(register_one_call_each, client, tables["one_call_each"], values),
             }

@@ -19,7 +19,6 @@ import logging
 import time
 from abc import ABC
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +29,7 @@ from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.errors import PolicyError
 from sqlext.io.fs import FileStatus, FileSystem
+from sqlext.io.pool import io_pool, map_in_chunks
 from sqlext.loading import load_class
 from sqlext.table import TableDefinition
 
@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 
 #: How many times a partition's statistics are re-listed and re-stored while concurrent writers add files.
 SETTLE_ROUNDS = 5
-#: Partition directories listed at once when statistics are checked again (I/O bound: the GIL is released).
-LISTING_THREADS = 8
 
 
 @dataclass
@@ -166,8 +164,9 @@ class MetastorePolicy(PartitionCommitPolicy):
             return partition
 
         for _ in range(SETTLE_ROUNDS):
-            with ThreadPoolExecutor(LISTING_THREADS, thread_name_prefix="sqlext-settle") as pool:
-                changed = [partition for partition in pool.map(relist, contexts) if partition is not None]
+            with io_pool("sqlext-settle") as pool:
+                relisted = map_in_chunks(pool, relist, contexts)
+            changed = [partition for partition in relisted if partition is not None]
             if not changed:
                 return
             first = contexts[0]

@@ -10,7 +10,7 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.catalog.hms import Catalog
-from sqlext.catalog.metastore.client import PARTITION_BATCH, MetastoreClient
+from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.table import Column, TableDefinition, TableIdentifier
@@ -93,3 +93,33 @@ def test_a_backfill_registers_every_partition_with_exact_statistics_in_batched_c
         name = f"dt={partition.values[0]}/hr={partition.values[1]}"
         params = partition.parameters
         assert (params["numFiles"], params["totalSize"], params["numRows"]) == expected[name], name
+
+
+def test_batched_calls_go_over_several_connections_in_order_and_a_failed_chunk_stops_the_rest(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hms.create_database("reg_db", if_not_exists=True)
+    Catalog(hms).create_table(_table("lanes", tmp_path / "lanes"))
+    hms_table = hms.get_table("reg_db", "lanes")
+    assert hms_table is not None
+    partitions = [_partition(hms_table, hour) for hour in range(PARTITION_BATCH * 6)]
+    callers: list[int] = []
+    call = MetastoreClient.call
+    monkeypatch.setattr(
+        MetastoreClient, "call", lambda self, name, *a: callers.append(id(self)) or call(self, name, *a)
+    )
+    with MetastoreClient(hms.uri) as client:
+        added = client.add_partitions("reg_db", "lanes", partitions, need_result=True)
+        assert len(set(callers)) == PARALLEL_CALLS, "the chunks were not spread over the connections"
+        assert [p.values for p in added] == [p.values for p in partitions]
+        stored = client.get_partitions_by_names("reg_db", "lanes", [f"dt=2026-11-22/hr={h:03d}" for h in range(600)])
+        assert sorted(p.values[1] for p in stored) == [f"{h:03d}" for h in range(600)]
+
+        more = [_partition(hms_table, hour) for hour in range(600, 600 + PARTITION_BATCH * 8)]
+        more[PARTITION_BATCH].values = ["2026-11-22"]  # one value for two keys: the metastore refuses the chunk
+        with pytest.raises(ttypes.MetaException):
+            client.add_partitions("reg_db", "lanes", more)
+    names = set(hms.get_partition_names("reg_db", "lanes"))
+    # The first chunk went before the others; the refused chunk added nothing.
+    assert {f"dt=2026-11-22/hr={h:03d}" for h in range(600, 600 + PARTITION_BATCH)} <= names
+    assert not {f"dt=2026-11-22/hr={h:03d}" for h in range(600 + PARTITION_BATCH, 600 + 2 * PARTITION_BATCH)} & names

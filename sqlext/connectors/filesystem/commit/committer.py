@@ -8,7 +8,7 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
 2. **plan** — the staged files are listed, their final ``k=v`` locations and row counts computed, and
    the plan is recorded as ``N.requested`` in the table's commit log;
 3. **move** — ``N.inflight`` is recorded, each staged file is renamed into its partition directory
-   (``MOVE_THREADS`` at a time: its one rename by sqlext, so two in all with the task commit's), then
+   (``IO_THREADS`` at a time: its one rename by sqlext, so two in all with the task commit's), then
    ``N.completed`` is recorded and the staging directory removed;
 4. **partition commit** — the batch's partitions join the trigger's pending set; the ready ones run
    the commit policies in order; the trigger state, which also records ``N`` as the latest batch whose
@@ -87,14 +87,13 @@ from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError
 from sqlext.faults import fault_point
 from sqlext.io.fs import FileSystem, join
+from sqlext.io.pool import io_pool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 log = logging.getLogger("sqlext.commit")
 
-#: How many files of a batch are moved at once (each move is a copy on an object store).
-MOVE_THREADS = 8
 #: How long a fault point of the overlapped steps waits for Spark to record its batch (crash tests only).
 RECORD_WAIT_S = 120.0
 
@@ -395,7 +394,7 @@ class BatchCommitter:
     def _move_pool(self) -> ThreadPoolExecutor:
         # One pool for the committer's life: its threads (and their py4j connections) are reused by every batch.
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(MOVE_THREADS, thread_name_prefix=f"sqlext-move-{self.query_name}")
+            self._pool = io_pool(f"sqlext-move-{self.query_name}")
         return self._pool
 
     # -- partition commit ------------------------------------------------------------------------

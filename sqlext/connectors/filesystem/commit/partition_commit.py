@@ -34,6 +34,7 @@ from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.io.fs import FileSystem, join
+from sqlext.io.pool import map_in_chunks
 
 log = logging.getLogger("sqlext.commit")
 
@@ -251,7 +252,7 @@ class PartitionCommitter:
         compactions = self._compact(ready)
         # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
         # they took as long as the metastore's calls one after another.
-        contexts = list(self._pool().map(lambda partition: self._context(partition, hms_table, batch), ready))
+        contexts = map_in_chunks(self._pool(), lambda partition: self._context(partition, hms_table, batch), ready)
         for index, policy in enumerate(self.policies):
             if index:
                 fault_point("between-policies", batch)
