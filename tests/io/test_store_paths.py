@@ -258,6 +258,9 @@ def test_a_streaming_insert_with_auto_compaction_on_s3_commits_each_hour_as_one_
     compactions = s3_log(s3_server, table, "_compaction")
     assert sum(len(e["files"]) for e in batches) == 2 * HOURS and all(e["state"] == "completed" for e in batches)
     assert [(e["state"], len(e["replaced_files"]), len(e["files"])) for e in compactions] == [("completed", 2, 1)] * 4
+    for merged_file in (f for e in compactions for f in e["files"]):
+        directory, name = merged_file["final"].rsplit("/", 1)
+        assert s3_dir_files(s3_server, directory)[name] == merged_file["size"], "logged at its size as written"
     # The insert's files are published uploads; the only data files the server copied are the merged files,
     # moved from the compaction's work dir into their partitions, and the merged-away files, into the trash.
     requests = _window(s3_server, outcome)
@@ -326,8 +329,8 @@ def _assert_compacted(entry: dict[str, Any], location: str, data: dict[str, int]
     assert (entry["state"], entry["committed_partitions"]) == ("completed", [COMPACTED])
     assert len(entry["replaced_files"]) == 2 and all(f.startswith(location + "/") for f in entry["replaced_files"])
     [merged] = entry["files"]
-    # (Its "size" is the replaced files' bytes, planned before the merge, not the merged file's.)
-    assert merged["final"].rsplit("/", 1) == [location, *data]
+    [(name, size)] = data.items()
+    assert (merged["final"], merged["size"]) == (f"{location}/{name}", size), "logged at its size as written"
     assert merged["rows"] == ROWS_PER_HOUR
 
 

@@ -23,7 +23,7 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.cli import main
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
-from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
+from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER, Compactor
 from sqlext.connectors.filesystem.compaction.merge import SourceFile, describe_file, merge_files
 from sqlext.connectors.filesystem.compaction.plan import plan_groups
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
@@ -121,6 +121,33 @@ def test_groups_stay_under_the_target_keep_order_and_never_mix_shapes() -> None:
     groups = [[s.status.relative for s in g.sources] for g in plan_groups(files, 100)]
     # 1+2 fit, 3 starts anew and takes 4; "big" is left alone; b's merge; a lone "c" is not rewritten.
     assert groups == [["1", "2"], ["3", "4"], ["5", "6"]]
+
+
+def test_a_compaction_logs_each_merged_file_with_its_size_on_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = events_table("compact_db", "sizes", tmp_path / "table")
+    partition = tmp_path / "table" / "dt=2026-11-22" / "hr=00"
+    partition.mkdir(parents=True)
+    for index, chunk in enumerate(_chunks(4, 30)):
+        pq.write_table(chunk, partition / f"part-{index:05d}.c000.snappy.parquet")
+    sources_size = sum(path.stat().st_size for path in _data_files(partition))
+
+    [entry] = Compactor(table, None, 1 << 20, timedelta(0)).compact(
+        [("dt=2026-11-22/hr=00", ["2026-11-22", "00"])], registered=False
+    )
+
+    [merged] = _data_files(partition)
+    on_disk = merged.stat().st_size
+    assert on_disk != sources_size, "the merged file has its sources' total size: this test would show nothing"
+    logged = CommitLog(FileSystem(table.options["path"]), table.options["path"]).get(COMPACTION_WRITER, entry.batch)
+    assert logged is not None and logged.state is State.COMPLETED
+    assert [(f.final.rsplit("/", 1)[1], f.size, f.rows) for f in logged.files] == [(merged.name, on_disk, 120)]
+
+    assert main(["commits", table.options["path"], "--json"]) == 0
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    [compaction] = [e for e in shown if e["query"] == COMPACTION_WRITER]
+    assert [f["size"] for f in compaction["files"]] == [on_disk]
 
 
 # -- with Spark and the HMS ----------------------------------------------------------------------------

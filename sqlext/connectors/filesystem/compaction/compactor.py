@@ -13,7 +13,7 @@ the writer name ``_compaction`` (``sqlext commits`` lists it), and goes through 
 2. **merge** — each group becomes one file in a hidden work dir ``<table>/_sqlext/compaction/<id>/``,
    holding the rows of the group's files in file order and, within a file, in the file's order. When
    the partition is in the HMS, the files left alone are copied there too, so that the work dir holds
-   the whole compacted partition. Recorded ``inflight``;
+   the whole compacted partition. Recorded ``inflight``, with each merged file's size as written;
 3. **switch** (partition in the HMS) — the HMS partition's location becomes the work dir: one HMS call,
    so HMS readers move from the old set of files to the new one at once; then the reader grace passes,
    for queries that listed the old files to read them;
@@ -170,6 +170,7 @@ class Compactor:
             self.fs.delete_dir(self._work_dir(entry.batch))
             self.log.discard(entry)
             return None
+        self._record_written_sizes(entry)
         self.log.transition(entry, State.INFLIGHT)
         fault_point("after-merge", entry.batch)
         return entry
@@ -266,6 +267,19 @@ class Compactor:
             for source in files:
                 if source.status.uri not in merged:
                     self.fs.copy(source.status.uri, join(entry.view, source.status.relative))
+
+    def _record_written_sizes(self, entry: LogEntry) -> None:
+        """Replace each merged file's planned size (its sources' total) by its size as written, before the entry
+        is recorded ``inflight``: the log (and ``sqlext commits``) then gives the bytes on disk. One listing of
+        the work dir; nothing on recovery goes by these sizes (a swap looks only for the files)."""
+        directories = {planned.staged.rsplit("/", 1)[0] for planned in entry.files}
+        written = {
+            status.uri.rsplit("/", 1)[1]: status.size
+            for directory in directories
+            for status in self.fs.list_files(directory, recursive=False)
+        }
+        for planned in entry.files:
+            planned.size = written[planned.staged.rsplit("/", 1)[1]]
 
     def _swap(self, entry: LogEntry) -> None:
         """Step 4: merged-away files to the trash, then merged files into place; each move is skipped
