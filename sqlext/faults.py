@@ -21,7 +21,8 @@ as done: the crash is then the one the overlap adds, of a batch Spark will not r
                        is not saved yet
 ``after-merge``        compaction: merged files written in the hidden work dir, recorded ``inflight``
 ``after-switch``       compaction: HMS readers read the work dir; the partition dir not yet changed
-``mid-swap``           compaction: merged-away files moved out of the partition, merged files not yet in
+``mid-delete``         compaction: the first merged-away file deleted from the partition, the others not yet
+``mid-swap``           compaction: merged-away files deleted from the partition, merged files not yet in
 ``after-expiry-drop``  expiration: the expired partitions are dropped from the HMS, their files not yet deleted
 """
 
@@ -39,7 +40,7 @@ COMMIT_POINTS = (
     "between-policies",
     "after-policies",
 )
-COMPACTION_POINTS = ("after-merge", "after-switch", "mid-swap")
+COMPACTION_POINTS = ("after-merge", "after-switch", "mid-delete", "mid-swap")
 #: Reached only by a batch whose move and partition commit run on the insert's background committer.
 HANDOFF_POINTS = ("after-handoff",)
 #: The points of a batch's move and partition commit: with the overlapped commit, its background steps.

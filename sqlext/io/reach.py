@@ -5,33 +5,57 @@ keys to set, rather than as a Spark job's stack trace once the first batch runs.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlparse
 
 from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem
 
-#: (markers in the store client's error, what it means) for S3A; ``{bucket}``, ``{scheme}`` and ``{keys}`` (where
-#: the Hadoop keys are set: ``spark.hadoop.`` for Spark) are filled in.
+#: A refusal's HTTP status as the store clients print it: the AWS SDK ("Status Code: 403" in v2's ``(Service: S3,
+#: Status Code: 403, ...)`` and v1's ``(Service: Amazon S3; Status Code: 403; ...)``), S3A's error code of a HEAD
+#: (``...:403 Forbidden``) and pyarrow (``AWS Error UNKNOWN (HTTP status 403)``, for an error code the SDK does not
+#: know); never bare digits, which may be a line of a Java stack (``S3AUtils.java:403``) or part of an id.
+_FORBIDDEN_STATUS = r"Status Code: 403\b|\b403 Forbidden\b|HTTP status 403\b"
+
+#: S3's error codes of a refusal and pyarrow's names of them (``AWS Error ACCESS_DENIED``); ``AccessDenied`` is also
+#: in S3A's ``java.nio.file.AccessDeniedException``.
+_REFUSED_CODES = (
+    "AccessDenied",
+    "ACCESS_DENIED",
+    "InvalidAccessKeyId",
+    "INVALID_ACCESS_KEY_ID",
+    "SignatureDoesNotMatch",
+    "SIGNATURE_DOES_NOT_MATCH",
+)
+
+
+def _markers(*words: str) -> re.Pattern[str]:
+    """A pattern matching any of ``words`` as written (error codes and exception names)."""
+    return re.compile("|".join(re.escape(word) for word in words))
+
+
+#: (what to look for in the store client's error, what it means) for S3A; ``{bucket}``, ``{scheme}`` and ``{keys}``
+#: (where the Hadoop keys are set: ``spark.hadoop.`` for Spark) are filled in.
 _S3A_CAUSES = (
     (
-        ("UnknownStoreException", "NoSuchBucket"),
+        _markers("UnknownStoreException", "NoSuchBucket"),
         "the bucket '{bucket}' does not exist at the endpoint (check the bucket's name, and "
         "{keys}fs.s3a.endpoint or {keys}fs.s3a.bucket.{bucket}.endpoint)",
     ),
     (
-        ("NoAuthWithAWSException", "No AWS Credentials", "No AWS credentials"),
+        _markers("NoAuthWithAWSException", "No AWS Credentials", "No AWS credentials"),
         "no credentials for the bucket '{bucket}': set {keys}fs.s3a.access.key and "
         "{keys}fs.s3a.secret.key (or {keys}fs.s3a.bucket.{bucket}.access.key / .secret.key), or "
         "a provider in {keys}fs.s3a.aws.credentials.provider",
     ),
     (
-        ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "403"),
+        re.compile(f"{_markers(*_REFUSED_CODES).pattern}|{_FORBIDDEN_STATUS}"),
         "the credentials were refused for the bucket '{bucket}': check {keys}fs.s3a.access.key and "
         "{keys}fs.s3a.secret.key (or {keys}fs.s3a.bucket.{bucket}.access.key / .secret.key)",
     ),
 )
 _MISSING_JARS = (
-    ("ClassNotFoundException", "No FileSystem for scheme"),
+    _markers("ClassNotFoundException", "No FileSystem for scheme"),
     "no filesystem for '{scheme}://' on the class path: add its jars (for s3a://: hadoop-aws and the AWS SDK, "
     "see docs/object-stores.md) with spark.jars, spark.jars.packages or spark.driver.extraClassPath",
 )
@@ -63,7 +87,7 @@ def unreachable_cause(uri: str, error: str, metastore: bool = False) -> str | No
     fields = {"bucket": parsed.netloc, "scheme": parsed.scheme, "keys": keys}
     jars = _METASTORE_MISSING_JARS if metastore else _MISSING_JARS
     causes = [jars, *(_S3A_CAUSES if parsed.scheme == "s3a" else ())]
-    for markers, meaning in causes:
-        if any(marker in error for marker in markers):
+    for pattern, meaning in causes:
+        if pattern.search(error):
             return meaning.format(**fields)
     return None

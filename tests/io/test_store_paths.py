@@ -70,6 +70,8 @@ class StoreRun:
     local: Path
     home: Path
     compact: subprocess.CompletedProcess[str]
+    #: The S3 server's request log around ``sqlext compact`` (since, until), for :func:`_window`.
+    compact_requests: dict[str, int]
 
     def table(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -130,9 +132,11 @@ def store_runs(
     for store in stores:
         database = store["database"]
         args = ["compact", f"{database}.events", "--partition", "hr=03", "--reader-grace", "1 s", "--quiet"]
+        since = s3_server.mark()
         compacted = run_cli(args, conf, tmp / "home")
+        window = {"since": since, "until": s3_server.mark()}
         runs[database] = StoreRun(
-            database, store["root"], conf, results[database], Path(store["local"]), tmp / "home", compacted
+            database, store["root"], conf, results[database], Path(store["local"]), tmp / "home", compacted, window
         )
     return runs
 
@@ -258,15 +262,17 @@ def test_a_streaming_insert_with_auto_compaction_on_s3_commits_each_hour_as_one_
     compactions = s3_log(s3_server, table, "_compaction")
     assert sum(len(e["files"]) for e in batches) == 2 * HOURS and all(e["state"] == "completed" for e in batches)
     assert [(e["state"], len(e["replaced_files"]), len(e["files"])) for e in compactions] == [("completed", 2, 1)] * 4
+    for merged_file in (f for e in compactions for f in e["files"]):
+        directory, name = merged_file["final"].rsplit("/", 1)
+        assert s3_dir_files(s3_server, directory)[name] == merged_file["size"], "logged at its size as written"
     # The insert's files are published uploads; the only data files the server copied are the merged files,
-    # moved from the compaction's work dir into their partitions, and the merged-away files, into the trash.
+    # moved from the compaction's work dir into their partitions (one copy each). The merged-away files are
+    # deleted, not moved aside first.
     requests = _window(s3_server, outcome)
     completed = sorted(r.key for r in requests if r.operation == "CompleteMultipartUpload" and r.key.startswith(prefix))
     assert completed == sorted(_key(f["final"]) for e in batches for f in e["files"])
     merged = sorted(_key(f["final"]) for e in compactions for f in e["files"])
-    copies = _copies_into(requests, prefix)
-    assert sorted(k for k in copies if "/_sqlext/" not in k) == merged
-    assert {k.split("/_sqlext/", 1)[1].split("/")[0] for k in copies if "/_sqlext/" in k} <= {"trash"}
+    assert sorted(_copies_into(requests, prefix)) == merged
     assert_nothing_pending(s3_server, BUCKET, prefix)
     _report("streaming INSERT with auto-compaction (4 batches)", requests, prefix)
 
@@ -319,6 +325,10 @@ def test_sqlext_compact_merges_a_committed_s3_partition_and_updates_its_statisti
     assert partition.parameters["numFiles"] == "1"
     assert partition.parameters["totalSize"] == str(sum(_data(s3_dir_files(s3_server, location)).values()))
     assert s3_ids(s3_server, location) == HOUR_IDS[COMPACTED]
+    # The merged file is copied into the partition by the client (a GET and a PUT); nothing by the server.
+    requests = _window(s3_server, s3_run.compact_requests)
+    assert _copies_into(requests, _key(table)) == []
+    _report("sqlext compact (1 partition)", requests, _key(table))
 
 
 def _assert_compacted(entry: dict[str, Any], location: str, data: dict[str, int]) -> None:
@@ -326,8 +336,8 @@ def _assert_compacted(entry: dict[str, Any], location: str, data: dict[str, int]
     assert (entry["state"], entry["committed_partitions"]) == ("completed", [COMPACTED])
     assert len(entry["replaced_files"]) == 2 and all(f.startswith(location + "/") for f in entry["replaced_files"])
     [merged] = entry["files"]
-    # (Its "size" is the replaced files' bytes, planned before the merge, not the merged file's.)
-    assert merged["final"].rsplit("/", 1) == [location, *data]
+    [(name, size)] = data.items()
+    assert (merged["final"], merged["size"]) == (f"{location}/{name}", size), "logged at its size as written"
     assert merged["rows"] == ROWS_PER_HOUR
 
 

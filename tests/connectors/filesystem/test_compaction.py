@@ -23,7 +23,7 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.cli import main
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
-from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
+from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER, Compactor
 from sqlext.connectors.filesystem.compaction.merge import SourceFile, describe_file, merge_files
 from sqlext.connectors.filesystem.compaction.plan import plan_groups
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
@@ -121,6 +121,102 @@ def test_groups_stay_under_the_target_keep_order_and_never_mix_shapes() -> None:
     groups = [[s.status.relative for s in g.sources] for g in plan_groups(files, 100)]
     # 1+2 fit, 3 starts anew and takes 4; "big" is left alone; b's merge; a lone "c" is not rewritten.
     assert groups == [["1", "2"], ["3", "4"], ["5", "6"]]
+
+
+def test_a_compaction_logs_each_merged_file_with_its_size_on_disk(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = events_table("compact_db", "sizes", tmp_path / "table")
+    partition = tmp_path / "table" / "dt=2026-11-22" / "hr=00"
+    partition.mkdir(parents=True)
+    for index, chunk in enumerate(_chunks(4, 30)):
+        pq.write_table(chunk, partition / f"part-{index:05d}.c000.snappy.parquet")
+    sources_size = sum(path.stat().st_size for path in _data_files(partition))
+
+    [entry] = Compactor(table, None, 1 << 20, timedelta(0)).compact(
+        [("dt=2026-11-22/hr=00", ["2026-11-22", "00"])], registered=False
+    )
+
+    [merged] = _data_files(partition)
+    on_disk = merged.stat().st_size
+    assert on_disk != sources_size, "the merged file has its sources' total size: this test would show nothing"
+    logged = CommitLog(FileSystem(table.options["path"]), table.options["path"]).get(COMPACTION_WRITER, entry.batch)
+    assert logged is not None and logged.state is State.COMPLETED
+    assert [(f.final.rsplit("/", 1)[1], f.size, f.rows) for f in logged.files] == [(merged.name, on_disk, 120)]
+
+    assert main(["commits", table.options["path"], "--json"]) == 0
+    shown = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    [compaction] = [e for e in shown if e["query"] == COMPACTION_WRITER]
+    assert [f["size"] for f in compaction["files"]] == [on_disk]
+
+
+def _partition_rows(directory: Path) -> list[dict[str, Any]]:
+    rows = [row for path in _data_files(directory) for row in pq.read_table(path).to_pylist()]
+    return sorted(rows, key=lambda row: row["id"])
+
+
+def test_a_compaction_crashed_at_each_step_and_restarted_leaves_every_row_once(tmp_path: Path) -> None:
+    """Each run finishes the compaction the previous one left and dies at the next step; the last one ends it."""
+    table = tmp_path / "table"
+    partition = table / "dt=2026-11-22" / "hr=00"
+    partition.mkdir(parents=True)
+    for index, chunk in enumerate(_chunks(4, 30)):
+        pq.write_table(chunk, partition / f"part-{index:05d}.c000.snappy.parquet")
+    replaced = {path.name for path in _data_files(partition)}
+    before = _partition_rows(partition)
+    command = [sys.executable, "-m", "tests.support.compaction_job", str(table), "dt=2026-11-22/hr=00"]
+
+    files_after_each_run = []
+    for fault in ("after-merge", "mid-delete", "mid-swap", None):
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        env.pop("SQLEXT_FAULT", None)
+        env.update({"SQLEXT_FAULT": fault} if fault else {})
+        run = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert run.returncode == (EXIT_CODE if fault else 0), run.stderr[-3000:]
+        assert fault is None or f"fault point '{fault}' reached" in run.stderr
+        names = {path.name for path in _data_files(partition)}
+        merged = {name for name in names if name.startswith("compacted-")}
+        assert not (merged and names & replaced), f"a merged file beside a file it replaced: {sorted(names)}"
+        files_after_each_run.append(len(names))
+
+    # Merged in the work dir; the first replaced file deleted; all of them; the merged file in their place.
+    assert files_after_each_run == [4, 3, 0, 1]
+    assert _partition_rows(partition) == before
+    [merged_file] = _data_files(partition)
+    [entry] = CommitLog(FileSystem(table.as_uri()), table.as_uri()).entries(COMPACTION_WRITER)
+    assert entry.state is State.COMPLETED and sorted(f.rsplit("/", 1)[1] for f in entry.replaced_files) == sorted(
+        replaced
+    )
+    assert [f.size for f in entry.files] == [merged_file.stat().st_size]
+    leftovers = [p for p in (table / "_sqlext").rglob("*") if p.is_file() and "log" not in p.parts]
+    assert leftovers == [], "work dir or moved-aside files left behind"
+
+
+def test_a_compaction_an_earlier_version_left_mid_swap_is_finished_and_its_trash_removed(tmp_path: Path) -> None:
+    """Earlier versions moved merged-away files into ``_sqlext/trash/_compaction/<id>/`` before placing the
+    merged files; a crash there, restarted by this version, ends as a crash here does."""
+    table = tmp_path / "table"
+    partition = table / "dt=2026-11-22" / "hr=00"
+    partition.mkdir(parents=True)
+    for index, chunk in enumerate(_chunks(3, 20)):
+        pq.write_table(chunk, partition / f"part-{index:05d}.c000.snappy.parquet")
+    before = _partition_rows(partition)
+    command = [sys.executable, "-m", "tests.support.compaction_job", str(table), "dt=2026-11-22/hr=00"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SQLEXT_FAULT": "after-merge"}
+    crashed = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert crashed.returncode == EXIT_CODE, crashed.stderr[-3000:]
+    [entry] = CommitLog(FileSystem(table.as_uri()), table.as_uri()).entries(COMPACTION_WRITER)
+    trash = table / "_sqlext" / "trash" / "_compaction" / f"{entry.batch:020d}" / "dt=2026-11-22" / "hr=00"
+    trash.mkdir(parents=True)
+    for path in _data_files(partition):  # the old swap's first half
+        path.rename(trash / path.name)
+
+    recovered = Compactor(events_table("compact_db", "events", table), None, 1 << 20, timedelta(0)).recover()
+
+    assert [e.batch for e in recovered] == [entry.batch]
+    assert [p.name.startswith("compacted-") for p in _data_files(partition)] == [True]
+    assert _partition_rows(partition) == before
+    assert not (table / "_sqlext" / "trash" / "_compaction" / f"{entry.batch:020d}").exists()
 
 
 # -- with Spark and the HMS ----------------------------------------------------------------------------

@@ -13,20 +13,23 @@ the writer name ``_compaction`` (``sqlext commits`` lists it), and goes through 
 2. **merge** — each group becomes one file in a hidden work dir ``<table>/_sqlext/compaction/<id>/``,
    holding the rows of the group's files in file order and, within a file, in the file's order. When
    the partition is in the HMS, the files left alone are copied there too, so that the work dir holds
-   the whole compacted partition. Recorded ``inflight``;
+   the whole compacted partition. Recorded ``inflight``, with each merged file's size as written;
 3. **switch** (partition in the HMS) — the HMS partition's location becomes the work dir: one HMS call,
    so HMS readers move from the old set of files to the new one at once; then the reader grace passes,
    for queries that listed the old files to read them;
-4. **swap** — the merged-away files leave ``L`` for a hidden trash dir, the merged files take their
-   place in ``L``;
+4. **swap** — the merged-away files are deleted from ``L`` (the log entry lists them), then the merged
+   files take their place in ``L``: ``L`` never holds a merged file beside a file it replaced. No file is
+   moved aside first: on an object store that would be a server-side copy of each, for files nothing reads
+   again; the rows of the deleted files are in the merged files, whole in the work dir since ``inflight``;
 5. **switch back** (partition in the HMS) — the location is ``L`` again, with statistics of the files
-   now there. Recorded ``completed`` with what replaced what; work dir and trash are removed once the
+   now there. Recorded ``completed`` with what replaced what; the work dir is removed once the
    reader grace has passed again (by a later compaction or recovery, or at the end of ``sqlext compact``).
 
 A partition not yet in the HMS (auto-compaction before a first commit) is read by no HMS reader, so
 steps 3 and 5 are skipped. A restart undoes a ``requested`` compaction (only its work dir exists) and
-finishes an ``inflight`` one from step 3 (every step is idempotent); :meth:`Compactor.recover` does
-it, and the sink and ``sqlext compact`` call it before they compact or commit.
+finishes an ``inflight`` one from step 3 (every step is idempotent: the swap deletes the listed files
+still there, then places the merged files not yet in ``L``); :meth:`Compactor.recover` does it, and the
+sink and ``sqlext compact`` call it before they compact or commit.
 
 What readers see: a query planned before a switch reads the files it listed; one still reading them
 after the grace fails with Spark's missing-file error and can be rerun. No query returns a wrong
@@ -73,7 +76,8 @@ COMPACTION_WRITER = "_compaction"
 WORK_DIR = "_sqlext/compaction"
 #: How long queries that listed a partition's old files may go on reading them (see :class:`Compactor`).
 DEFAULT_READER_GRACE = timedelta(seconds=10)
-TRASH_DIR = "_sqlext/trash/_compaction"
+#: Where earlier versions moved merged-away files before deleting them; a restart removes what they left.
+LEGACY_TRASH_DIR = "_sqlext/trash/_compaction"
 
 
 # -- the protocol ----------------------------------------------------------------------------------
@@ -134,12 +138,14 @@ class Compactor:
                 log.warning("compaction %d of %s was interrupted; finishing it", entry.batch, self._where(entry))
                 interrupted.append(entry)
         self._finish(interrupted)
+        for entry in interrupted:  # one interrupted by an earlier version may have moved files there
+            self.fs.delete_dir(self._legacy_trash_dir(entry.batch))
         self.remove_expired()
         return interrupted
 
     def remove_expired(self, now_ms: int | None = None) -> None:
-        """Remove the work dirs and trash of completed compactions older than the reader grace, and the
-        log entries of those beyond the table's retained count."""
+        """Remove the work dirs of completed compactions older than the reader grace, and the log entries
+        of those beyond the table's retained count."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         grace_ms = self.reader_grace.total_seconds() * 1000
         in_grace: set[int] = set()
@@ -170,6 +176,7 @@ class Compactor:
             self.fs.delete_dir(self._work_dir(entry.batch))
             self.log.discard(entry)
             return None
+        self._record_written_sizes(entry)
         self.log.transition(entry, State.INFLIGHT)
         fault_point("after-merge", entry.batch)
         return entry
@@ -267,13 +274,27 @@ class Compactor:
                 if source.status.uri not in merged:
                     self.fs.copy(source.status.uri, join(entry.view, source.status.relative))
 
+    def _record_written_sizes(self, entry: LogEntry) -> None:
+        """Replace each merged file's planned size (its sources' total) by its size as written, before the entry
+        is recorded ``inflight``: the log (and ``sqlext commits``) then gives the bytes on disk. One listing of
+        the work dir; nothing on recovery goes by these sizes (a swap looks only for the files)."""
+        directories = {planned.staged.rsplit("/", 1)[0] for planned in entry.files}
+        written = {
+            status.uri.rsplit("/", 1)[1]: status.size
+            for directory in directories
+            for status in self.fs.list_files(directory, recursive=False)
+        }
+        for planned in entry.files:
+            planned.size = written[planned.staged.rsplit("/", 1)[1]]
+
     def _swap(self, entry: LogEntry) -> None:
-        """Step 4: merged-away files to the trash, then merged files into place; each move is skipped
-        when a previous run already made it."""
-        trash = join(self._trash_dir(entry.batch), next(iter(entry.partitions)))
-        for source in entry.replaced_files:
-            if self.fs.exists(source):
-                self.fs.move(source, join(trash, source.rsplit("/", 1)[1]))
+        """Step 4: merged-away files deleted, then merged files into place; a file a previous run already
+        deleted or placed is skipped. Deleting is safe: the entry is ``inflight``, so its merged files, which
+        hold every row of the deleted ones, are whole in the work dir, and a restart places them."""
+        for index, source in enumerate(entry.replaced_files):
+            self.fs.delete_file(source)
+            if index == 0:
+                fault_point("mid-delete", entry.batch)
         fault_point("mid-swap", entry.batch)
         place = self.fs.copy if entry.view is not None else self.fs.move
         for planned in entry.files:
@@ -301,13 +322,13 @@ class Compactor:
 
     def _remove_work(self, entry: LogEntry) -> None:
         self.fs.delete_dir(self._work_dir(entry.batch))
-        self.fs.delete_dir(self._trash_dir(entry.batch))
 
     def _work_dir(self, compaction_id: int) -> str:
         return join(self.path, WORK_DIR, f"{compaction_id:020d}")
 
-    def _trash_dir(self, compaction_id: int) -> str:
-        return join(self.path, TRASH_DIR, f"{compaction_id:020d}")
+    def _legacy_trash_dir(self, compaction_id: int) -> str:
+        """Where earlier versions moved a compaction's merged-away files (nothing reads them)."""
+        return join(self.path, LEGACY_TRASH_DIR, f"{compaction_id:020d}")
 
     def _where(self, entry: LogEntry) -> str:
         return f"{self.table.identifier} partition {next(iter(entry.partitions), '')}"
