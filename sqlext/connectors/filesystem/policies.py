@@ -26,6 +26,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
 from sqlext.errors import PolicyError
 from sqlext.io.fs import FileStatus, FileSystem
@@ -113,7 +114,8 @@ class MetastorePolicy(PartitionCommitPolicy):
         first.metastore.alter_partitions(database, table, [*to_alter, *raced])
         written = [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)]
         self._follow_schema_change(contexts, written)
-        self._settle(contexts, written)
+        if _other_writers(first):
+            self._settle(contexts, written)
         log.info(
             "metastore: %s.%s partitions added %d, altered %d (%s)",
             database,
@@ -172,6 +174,15 @@ class MetastorePolicy(PartitionCommitPolicy):
             first = contexts[0]
             assert first.metastore is not None
             first.metastore.alter_partitions(first.table.identifier.database, first.table.identifier.name, changed)
+
+
+def _other_writers(context: PartitionCommitContext) -> list[str]:
+    """The queries other than this one with a commit log on the table (compaction's included), listed after
+    this commit stored its statistics. One that has none yet has moved no file into a partition (a writer logs
+    a batch before it moves the batch's files), so its files will be in its own listing and statistics, stored
+    after ours: without another writer, no listing of ours can have missed a file, and no re-listing is needed."""
+    table_path = context.path[: len(context.path) - len(context.relative_path)].rstrip("/")
+    return [query for query in CommitLog(context.fs, table_path).queries() if query != context.query]
 
 
 class SuccessFilePolicy(PartitionCommitPolicy):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.settings import SinkSettings
+from sqlext.io.fs import FileSystem
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 pytestmark = pytest.mark.hms
@@ -123,3 +125,53 @@ def test_batched_calls_go_over_several_connections_in_order_and_a_failed_chunk_s
     # The first chunk went before the others; the refused chunk added nothing.
     assert {f"dt=2026-11-22/hr={h:03d}" for h in range(600, 600 + PARTITION_BATCH)} <= names
     assert not {f"dt=2026-11-22/hr={h:03d}" for h in range(600 + PARTITION_BATCH, 600 + 2 * PARTITION_BATCH)} & names
+
+
+def _backfill(hms: MetastoreClient, root: Path, name: str, state: Path) -> None:
+    table = _table(name, root)
+    Catalog(hms).create_table(table)
+    committer = BatchCommitter(SinkSettings.from_table(table), "backfill", state.as_uri(), hms.uri)
+    try:
+        names = [p.relative_to(root).as_posix() for p in sorted(root.glob("dt=*/hr=*"))]
+        committer.trigger.add(((n, n.replace("dt=", "").split("/hr=")) for n in names), now_ms=0)
+        committer.end_of_input()
+    finally:
+        committer.close()
+
+
+def _write_hours(root: Path, hours: int) -> None:
+    for hour in range(hours):
+        directory = root / "dt=2026-11-22" / f"hr={hour:02d}"
+        directory.mkdir(parents=True)
+        pq.write_table(pa.table({"id": list(range(10))}), directory / "part-0.parquet")
+
+
+def test_a_lone_writer_lists_each_partition_once_and_with_another_writers_log_lists_again(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Statistics are listed again after they are stored only where another query also writes the table (it
+    has a commit log there): a file it moved in after our listing is then counted."""
+    hms.create_database("reg_db", if_not_exists=True)
+    listed: list[str] = []
+    list_files = FileSystem.list_files
+
+    def counting(self: FileSystem, uri: str, recursive: bool = True) -> list[Any]:
+        found = list_files(self, uri, recursive)
+        if "/hr=" in uri:
+            listed.append(uri.rstrip("/").rsplit("/", 1)[1])
+            late = Path(uri.removeprefix("file:").removeprefix("//")) / "part-late.parquet"
+            if late.parent.name == "hr=00" and late.parent.parent.parent.name == "busy" and not late.exists():
+                pq.write_table(pa.table({"id": list(range(5))}), late)  # another writer's file, after our listing
+        return found
+
+    monkeypatch.setattr(FileSystem, "list_files", counting)
+    _write_hours(tmp_path / "lone", 12)
+    _backfill(hms, tmp_path / "lone", "lone", tmp_path / "state-lone")
+    assert sorted(listed) == [f"hr={h:02d}" for h in range(12)], "a partition was listed more than once"
+
+    busy = tmp_path / "busy"
+    _write_hours(busy, 3)
+    (busy / "_sqlext" / "log" / "other_writer").mkdir(parents=True)
+    _backfill(hms, busy, "busy", tmp_path / "state-busy")
+    hour_zero = hms.get_partitions_by_names("reg_db", "busy", ["dt=2026-11-22/hr=00"])[0].parameters
+    assert (hour_zero["numFiles"], hour_zero["numRows"]) == ("2", "15")
