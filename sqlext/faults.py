@@ -11,6 +11,9 @@ as done: the crash is then the one the overlap adds, of a batch Spark will not r
 ``after-handoff``      overlapped commit (``sink.partition-commit.async``): the batch's moves and partition
                        commit are handed to the background committer and Spark has recorded the batch as
                        done (it will not replay it); nothing moved yet
+``mid-replace``        an overwrite, recorded ``inflight`` with what it replaces: the first replaced file
+                       deleted (a partitioned table's staged files: the first partition dir renamed aside),
+                       the others not yet, no new file in place
 ``mid-move``           the first file of the batch has been moved to its partition (an overwrite: the
                        first partition swapped; on s3a://: the first upload completed)
 ``after-move``         every file moved (or published), the log still says ``inflight``
@@ -40,6 +43,8 @@ COMMIT_POINTS = (
     "between-policies",
     "after-policies",
 )
+#: Reached only by an INSERT OVERWRITE that replaces files (between ``after-plan`` and ``mid-move``).
+OVERWRITE_POINTS = ("mid-replace",)
 COMPACTION_POINTS = ("after-merge", "after-switch", "mid-delete", "mid-swap")
 #: Reached only by a batch whose move and partition commit run on the insert's background committer.
 HANDOFF_POINTS = ("after-handoff",)
@@ -58,7 +63,7 @@ OVERLAPPED_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
 #: Reached only by tables with that policy or option.
 REPORT_POINTS = ("after-report",)
 EXPIRATION_POINTS = ("after-expiry-drop",)
-POINTS = COMMIT_POINTS + HANDOFF_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
+POINTS = COMMIT_POINTS + OVERWRITE_POINTS + HANDOFF_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
 EXIT_CODE = 86
 
 

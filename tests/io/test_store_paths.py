@@ -243,8 +243,21 @@ def test_insert_overwrite_on_s3_replaces_a_static_partition_the_written_partitio
     assert sorted(_data(s3_dir_files(s3_server, flat))) == sorted(
         f["final"].rsplit("/", 1)[1] for f in overwrite["files"]
     )
-    for step in ("overwrite_partition", "overwrite_dynamic", "flat_overwrite"):
-        _report(f"INSERT OVERWRITE ({step})", _window(s3_server, s3_run.steps[step]), _key(s3_run.root))
+    # Each new file written once, as its upload, completed once; each replaced file (two a partition, listed in
+    # the entry) deleted, every one before the first upload completed; no copy.
+    overwrites = {"overwrite_partition": (table, log[1]), "overwrite_dynamic": (table, log[2])}
+    for step, (where, entry) in {**overwrites, "flat_overwrite": (flat, overwrite)}.items():
+        requests = _window(s3_server, s3_run.steps[step])
+        _report(f"INSERT OVERWRITE ({step})", requests, _key(s3_run.root))
+        assert _copies_into(requests, _key(s3_run.root)) == [], f"{step}: a data file copied"
+        assert all(f["upload"] for f in entry["files"]), f"{step}: not written as pending uploads"
+        completes = [(i, r.key) for i, r in enumerate(requests) if r.operation == "CompleteMultipartUpload"]
+        assert sorted(k for _, k in completes) == sorted(_key(f["final"]) for f in entry["files"]), step
+        replaced = {_key(uri) for uri in entry["replaced_files"]}
+        assert len(replaced) == 2 and all(k.startswith(_key(where) + "/") for k in replaced), step
+        deletes = [(i, r.key) for i, r in enumerate(requests) if r.operation == "DeleteObject" and r.key in replaced]
+        assert {k for _, k in deletes} == replaced, f"{step}: replaced files not deleted"
+        assert max(i for i, _ in deletes) < min(i for i, _ in completes), f"{step}: new files beside old ones"
 
 
 @pytest.mark.s3

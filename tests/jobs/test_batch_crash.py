@@ -16,9 +16,11 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from sqlext import faults
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commit import committer, partition_commit
 from sqlext.connectors.filesystem.commit import moves as batch_moves
+from sqlext.connectors.filesystem.commit import overwrite as batch_overwrite
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.faults import COMMIT_POINTS, EXIT_CODE
 from sqlext.spark.session import extend
@@ -31,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 DAY = datetime(2026, 11, 22)
 ROWS_PER_HOUR = 20
 #: The points a batch insert passes (``between-policies`` needs two policies: metastore and success-file).
-OVERWRITE_POINTS = ("after-plan", "mid-move", "after-move", "after-log")
+OVERWRITE_POINTS = ("after-plan", *faults.OVERWRITE_POINTS, "mid-move", "after-move", "after-log")
 
 
 class SimulatedCrash(BaseException):
@@ -75,12 +77,14 @@ def _assert_exactly_once(hms: MetastoreClient, database: str, table_dir: Path) -
     assert_partitions_committed(hms, database, "events", table_dir, names, ROWS_PER_HOUR)
     assert [p for p in (table_dir / "_sqlext" / "staging").rglob("*") if p.is_file()] == []
     assert list(table_dir.glob("dt=*/hr=*/.*")) == [], "hidden leftovers in a partition"
+    assert list(table_dir.glob("dt=*/.*")) == [], "an old or new partition dir left beside the partitions"
+    assert not (table_dir / "_sqlext" / "trash").exists(), "replaced files moved aside rather than deleted"
 
 
 def _crash_then_run_again(batch_sql, monkeypatch: pytest.MonkeyPatch, point: str, statement: str) -> None:
     """Run ``statement`` crashing at the fault point ``point``, then run it again to its end."""
     with monkeypatch.context() as patched:
-        for module in (committer, batch_moves, partition_commit):  # the modules with commit fault points
+        for module in (committer, batch_moves, batch_overwrite, partition_commit):  # those with commit fault points
             patched.setattr(module, "fault_point", _crash_at(point))
         with pytest.raises(SimulatedCrash):
             batch_sql(statement)

@@ -15,9 +15,10 @@ For each batch ``N`` of a writing query ``Q`` (a micro-batch, Flink's checkpoint
    partitions it took in, is saved in the query checkpoint and the committed partitions are added to
    ``N.completed``.
 
-On ``s3a://`` (with S3A's and Spark's hadoop-cloud jars), an append has no staging dir and no move
+On ``s3a://`` (with S3A's and Spark's hadoop-cloud jars), a batch has no staging dir and no move
 (:mod:`.uploads`): in step 1 Spark writes each file as a multipart upload to its final key that its job
 commit does not complete, step 2 records the uploads from the tasks' manifests, and step 3 completes them.
+An ``INSERT OVERWRITE`` takes out what it replaces in step 3, before its files appear (:mod:`.overwrite`).
 
 **The overlapped commit** (a streaming insert with ``sink.partition-commit.async``, the default): steps 3-4
 of batch ``N`` run on the insert's background committer (:mod:`.background`), and ``foreachBatch`` returns
@@ -188,9 +189,9 @@ class BatchCommitter:
         follows them (:mod:`sqlext.connectors.filesystem.event_time`), which the batch then commits with."""
 
         def stage() -> list[StagedFile]:
-            # An append on s3a:// is written as pending uploads to the files' final keys (no copy), the rest
-            # into the hidden staging dir (INSERT OVERWRITE swaps whole partition dirs from there).
-            if not overwrite and self._uploads.applies(rows):
+            # On s3a:// a batch (an append or an overwrite) is written as pending uploads to the files' final
+            # keys (no copy), elsewhere into the hidden staging dir.
+            if self._uploads.applies(rows):
                 return self._uploads.stage(rows, batch_id)
             staging = self.log.staging_dir(self.query_name, batch_id)
             self._planner.stage(rows, staging)

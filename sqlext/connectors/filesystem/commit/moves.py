@@ -1,5 +1,6 @@
 """Step 3 of the commit protocol (:mod:`.committer`): a planned batch's files moved from their staging
-dir into the table, an overwrite's partitions swapped whole, and an unfinished append rolled back.
+dir into the table (or, written as pending uploads, published), what an overwrite replaces taken out
+(:mod:`.overwrite`), and an unfinished append rolled back.
 """
 
 from __future__ import annotations
@@ -8,9 +9,9 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from sqlext.connectors.filesystem.commit.overwrite import Overwrite
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
-from sqlext.connectors.filesystem.files import is_data_file
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError
 from sqlext.faults import fault_point
@@ -40,24 +41,32 @@ class BatchMover:
         self._pool = pool
         self._row_counts = row_counts
         self._uploads = uploads
+        self._overwrite = Overwrite(settings, fs, pool)
 
     def move(self, entry: LogEntry) -> None:
-        """Step 3: record ``inflight``, move the planned files into place (an overwrite first puts what it
-        replaces aside), record ``completed`` and remove the staging dir. A batch written as pending uploads
-        has its uploads completed instead (:mod:`.uploads`)."""
+        """Step 3: record ``inflight`` (an overwrite's with the files or partition dirs it replaces), take out
+        what an overwrite replaces, move the planned files into place, record ``completed`` and remove the
+        staging dir. A batch written as pending uploads has its uploads completed instead (:mod:`.uploads`)."""
         # Uploads are completed only once the log says inflight: an entry that says so already is a restart.
         resumed = entry.state is State.INFLIGHT
+        overwrite = entry.operation == "overwrite"
+        if overwrite and not resumed:
+            self._overwrite.list_replaced(entry)  # recorded with inflight, before anything in the table changes
         self.log.transition(entry, State.INFLIGHT)
+        if overwrite and resumed:
+            self._overwrite.remove_legacy_trash(entry)
         if entry.uploaded:
+            if overwrite:
+                self._overwrite.delete_replaced(entry)
             self._uploads.publish(entry, self._row_counts, resumed)
             fault_point("after-move", entry.batch)
             self.log.transition(entry, State.COMPLETED)
             self._uploads.clean(entry)
             return
-        if entry.operation == "overwrite" and self.settings.keys:
+        if overwrite and self._overwrite.swaps_dirs(entry):
             self._swap_partitions(entry)
-        elif entry.operation == "overwrite":
-            self._replace_unpartitioned(entry)
+        elif overwrite:
+            self._overwrite.delete_replaced(entry)
         # In parallel: on an object store each move is a copy, and the files of a batch are independent.
         list(self._pool().map(lambda planned: self._move_file(entry, planned), entry.files))
         for planned in entry.files:
@@ -78,34 +87,24 @@ class BatchMover:
             )
 
     def _swap_partitions(self, entry: LogEntry) -> None:
-        """INSERT OVERWRITE of a partitioned table: each written partition is replaced whole.
+        """INSERT OVERWRITE of a partitioned table from staged files: each written partition is replaced whole.
 
         The batch's new files of a partition sit in one directory: the staging dir Spark wrote them into
         (``k=v/...`` under the batch's staging dir) when it holds that partition's files alone, else a
-        hidden sibling of the partition dir (``.<leaf>.sqlext-new``) they are first moved into. Then two
-        renames swap directories: the old partition dir goes into the batch's hidden trash, the new one
-        takes its name, so each new file is renamed once by sqlext, as in an append. A reader sees the old
-        rows, or (for the instant between the two renames) none, or the new rows; never a mix, never a row
-        twice. A restart finishes the swap from the plan: a new dir that is gone was swapped in already.
-        (A table without partitions is replaced file by file.)
+        hidden sibling of the partition dir (``.<leaf>.sqlext-new``) they are first moved into. Then
+        :meth:`Overwrite.swap_partitions` swaps directories by renames, so each new file is renamed once by
+        sqlext, as in an append.
         """
-        trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
         by_partition: dict[str, list[PlannedFile]] = {}
         for planned in entry.files:
             by_partition.setdefault(planned.partition, []).append(planned)
         staged_dirs = self._staged_partition_dirs(entry, by_partition)
+        new_dirs = {}
         for relative in sorted(by_partition):
-            final_dir = join(self.settings.path, relative)
-            new_dir = staged_dirs.get(relative) or self._gather(relative, by_partition[relative])
-            if not self.fs.is_dir(new_dir):
-                continue  # swapped before a crash
-            self._drop_unplanned(new_dir, by_partition[relative])
-            if self.fs.is_dir(final_dir):
-                self.fs.move(final_dir, join(trash, relative))
-                entry.replaced_files.append(final_dir)
-            self.fs.move(new_dir, final_dir)
-            fault_point("mid-move", entry.batch)
-        self.log.write(entry)
+            new_dirs[relative] = staged_dirs.get(relative) or self._gather(relative, by_partition[relative])
+            if self.fs.is_dir(new_dirs[relative]):
+                self._drop_unplanned(new_dirs[relative], by_partition[relative])
+        self._overwrite.swap_partitions(entry, new_dirs)
 
     def _staged_partition_dirs(self, entry: LogEntry, by_partition: dict[str, list[PlannedFile]]) -> dict[str, str]:
         """Each partition whose staged files all sit in one directory of the batch's staging dir that holds
@@ -141,15 +140,6 @@ class BatchMover:
     def _swap_dir(self, relative: str) -> str:
         parent, _, leaf = relative.rpartition("/")
         return join(self.settings.path, parent, f".{leaf}.sqlext-new")
-
-    def _replace_unpartitioned(self, entry: LogEntry) -> None:
-        trash = join(self.settings.path, "_sqlext", "trash", entry.query, f"{entry.batch:020d}")
-        new_files = {planned.final for planned in entry.files}
-        for status in self.fs.list_files(self.settings.path, recursive=False):
-            if is_data_file(status.relative) and status.uri not in new_files:
-                self.fs.move(status.uri, join(trash, status.relative))
-                entry.replaced_files.append(status.uri)
-        self.log.write(entry)
 
     def clean(self, entry: LogEntry) -> None:
         """Remove what a ``completed`` batch may have left behind a crash: its staging or manifest dir."""
