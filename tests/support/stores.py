@@ -116,15 +116,22 @@ def hdfs_jars() -> Path:
 
 @dataclass
 class HdfsCluster:
-    """A running mini cluster: its ``hdfs://`` URI and process."""
+    """A running mini cluster: its ``hdfs://`` URI, its NameNode's HTTP (WebHDFS) address and its process."""
 
     uri: str
+    http_address: str
     process: subprocess.Popen[bytes]
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """Spark conf that reaches the cluster from processes without a JVM of their own (format("sqlext")'s
+        Python workers, streaming reads): the NameNode's WebHDFS address (:mod:`sqlext.io.webhdfs`)."""
+        return {"spark.hadoop.dfs.namenode.http-address": self.http_address}
 
 
 def start_hdfs(home: Path) -> HdfsCluster:
-    """Format and start a NameNode and one DataNode on a free loopback port; return once they serve."""
-    port = free_port()
+    """Format and start a NameNode and one DataNode on a free loopback port (the NameNode's HTTP server, which
+    serves WebHDFS, on another); return once they serve."""
+    port, http_port = free_port(), free_port()
     conf = home / "cluster-conf.xml"  # written by the manager once the cluster is up
     java = shutil.which("java") or "java"
     command = [
@@ -139,7 +146,7 @@ def start_hdfs(home: Path) -> HdfsCluster:
         "-nnport",
         str(port),
         "-nnhttpport",
-        "0",
+        str(http_port),
         "-datanodes",
         "1",
         "-writeConfig",
@@ -148,7 +155,7 @@ def start_hdfs(home: Path) -> HdfsCluster:
     process = start_daemon(command, home / "minicluster.log", conf.is_file, "the HDFS mini cluster", 180, home)
     wait_for(lambda: _default_fs(conf), 10, what="the mini cluster's configuration")
     # Clients on this machine reach the NameNode by loopback address: 'localhost' may resolve elsewhere first.
-    return HdfsCluster(f"hdfs://127.0.0.1:{port}", process)
+    return HdfsCluster(f"hdfs://127.0.0.1:{port}", f"127.0.0.1:{http_port}", process)
 
 
 def _default_fs(conf: Path) -> str | None:
