@@ -33,7 +33,7 @@ from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 from sqlext.paths import pyspark_jars_dir
 from tests.support.read_job import committed_ids
-from tests.support.s3_server import S3Request, S3Server
+from tests.support.s3_server import ACCESS_KEY, SECRET_KEY, S3Request, S3Server
 from tests.support.store_runs import (
     HOURS,
     REPO,
@@ -148,6 +148,8 @@ def store_runs(
 
 SDP_FLOWS = REPO / "tests" / "support" / "sdp_store_flows.py"
 SDP_QUERY = "sqlext_{database}_sdp_events"
+#: Core Spark keys of the module's conf, which SDP's flows may not set as session conf.
+SDP_FLAGS = ("spark.driver.extraClassPath", "spark.ui.enabled", "spark.python.authenticate.socketTimeout")
 
 
 @dataclass
@@ -184,18 +186,28 @@ def sdp_run(
     project = tmp / "project"
     (project / "transformations").mkdir(parents=True)
     shutil.copy(SDP_FLOWS, project / "transformations" / "flows.py")
-    (project / "spark-pipeline.yml").write_text(
-        f"name: store_sinks\nstorage: {(tmp / 'storage').as_uri()}\n"
-        "libraries:\n  - glob:\n      include: transformations/**\n"
-    )
     run = store_runs["s3_paths"]
-    conf = {
-        **run.conf,
-        "spark.sql.catalogImplementation": "hive",
-        "spark.hadoop.hive.metastore.uris": store_metastore.uri,
+    flags = {key: run.conf[key] for key in SDP_FLAGS}
+    configuration = {
+        **{key: value for key, value in run.conf.items() if key not in flags and key != "spark.master"},
         "spark.sqlext.test.input": run.input_dir.as_uri(),
         "spark.sqlext.test.tables": ",".join(f"{database}.sdp_events" for database in store_runs),
     }
+    # The session's conf goes into the spec's `configuration` (the CLI starts its local Connect server with it,
+    # and sets it on each flow), the few core keys a flow may not set into `--conf` flags: spark-submit hands a
+    # long list of flags to pyspark's Connect client in several environment variables
+    # (PYSPARK_REMOTE_INIT_CONF_<i>), and pyspark 4.3 keeps only the last (`_start_connect_server`: each one
+    # replaces the one before), silently dropping the rest.
+    (project / "spark-pipeline.yml").write_text(
+        json.dumps(
+            {
+                "name": "store_sinks",
+                "storage": (tmp / "storage").as_uri(),
+                "libraries": [{"glob": {"include": "transformations/**"}}],
+                "configuration": configuration,
+            }
+        )
+    )
     spark_home = pyspark_jars_dir().parent
     env = {
         **os.environ,
@@ -204,11 +216,15 @@ def sdp_run(
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(REPO),
         "SQLEXT_HOME": str(tmp / "home"),
+        # A Spark Connect server does not let its clients read the fs.s3a credential keys (`spark.conf.get` and
+        # `getAll` leave them out), so `sqlext.register` cannot hand them to the sink's workers: on Connect, the
+        # workers take S3 credentials from the AWS default chain, here the server's environment.
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
     }
-    flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
     s3_since, audit_since = s3_server.mark(), hdfs_cluster.audit_mark()
     done = subprocess.run(
-        [str(spark_home / "bin" / "spark-pipelines"), *flags, "run"],
+        [str(spark_home / "bin" / "spark-pipelines"), *(f"--conf={k}={v}" for k, v in flags.items()), "run"],
         cwd=project,
         env=env,
         capture_output=True,

@@ -1,5 +1,6 @@
 """A Spark Declarative Pipelines definition for tests/io/test_store_paths.py: the hourly input streamed through
-one ``format("sqlext")`` sink per table of ``spark.sqlext.test.tables`` (comma-separated, ``db.table``), so one
+one ``format("sqlext")`` sink per table of ``spark.sqlext.test.tables`` (comma-separated, ``db.table``; the
+input: ``spark.sqlext.test.input``; both in the pipeline spec's ``configuration``), so one
 ``spark-pipelines run`` writes a table on S3 and one on HDFS. Copied into the pipeline's ``transformations/``;
 ``spark-pipelines`` hands it a Spark Connect session as ``spark``, as in examples/sdp.
 """
