@@ -122,6 +122,9 @@ def _client_class() -> Any:
             return info
 
         def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
+            if self.isdir(path2):
+                # The NameNode moves a source *into* an existing directory; a POSIX rename (and sqlext) refuses.
+                raise IsADirectoryError(f"Cannot rename {path1} to {path2}: the target is a directory")
             answer = self._call("RENAME", method="put", path=path1, destination=self._strip_protocol(path2))
             if answer.json().get("boolean"):
                 return

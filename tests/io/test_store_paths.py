@@ -30,6 +30,7 @@ import pytest
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
+from sqlext.io import arrowfs
 from sqlext.io.fs import FileSystem
 from sqlext.paths import pyspark_jars_dir
 from tests.support.read_job import committed_ids
@@ -541,6 +542,37 @@ def _assert_hdfs_sink_committed(
     assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
     assert not FileSystem(table).list_files(f"{table}/_sqlext/staging"), "staged files left"
     return [f["final"] for e in batches for f in e["files"]]
+
+
+@pytest.mark.hdfs
+def test_the_webhdfs_fallback_renames_on_the_namenode_and_lists_what_is_there(
+    hdfs_cluster: HdfsCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pyarrow's backend without libhdfs on the mini cluster: every operation the commit uses, and a rename is
+    one NameNode rename (a file onto a file replaced in place), never a copy."""
+    monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    monkeypatch.setattr(arrowfs, "_settings", arrowfs.hadoop_settings(hdfs_cluster.hadoop_conf()))
+    backend, root = arrowfs.ArrowBackend(), f"{hdfs_cluster.uri}/webhdfs-ops"
+    backend.write_new(f"{root}/staging/a b.parquet", b"first")
+    backend.write_new(f"{root}/staging/second", b"second")
+    since = hdfs_cluster.audit_mark()
+    backend.rename(f"{root}/staging/a b.parquet", f"{root}/dt=1/a b.parquet")
+    backend.rename(f"{root}/staging/second", f"{root}/dt=1/a b.parquet")
+    operations = [op for op in hdfs_cluster.audit(since) if op["cmd"] not in ("getfileinfo", "mkdirs")]
+    assert [(op["cmd"], op["src"], op["dst"]) for op in operations] == [
+        ("rename", "/webhdfs-ops/staging/a b.parquet", "/webhdfs-ops/dt=1/a b.parquet"),
+        ("rename (options=[OVERWRITE])", "/webhdfs-ops/staging/second", "/webhdfs-ops/dt=1/a b.parquet"),
+    ]
+    assert backend.read_bytes(f"{root}/dt=1/a b.parquet") == b"second"
+    [(name, size, mtime)] = backend.list_files(root, recursive=True)
+    assert (name, size) == ("dt=1/a b.parquet", 6) and mtime > 0
+    assert backend.list_dirs(root) == ["dt=1", "staging"]
+    with pytest.raises(FileNotFoundError):
+        backend.rename(f"{root}/staging/gone", f"{root}/dt=1/gone")
+    with pytest.raises(IsADirectoryError):
+        backend.rename(f"{root}/dt=1/a b.parquet", f"{root}/staging")
+    backend.delete(root, recursive=True)
+    assert backend.kind(root) is None
 
 
 @pytest.mark.hdfs
