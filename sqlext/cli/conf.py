@@ -17,7 +17,7 @@ def reach_storage(location: str, command_conf: Mapping[str, str]) -> None:
     ``file:`` tables are served by pyarrow. Any other scheme (``hdfs://``, ``viewfs://``, ``s3a://``, ...) by
     Spark's Hadoop FileSystem: a local Spark JVM is started for it (a few seconds), configured with
     ``--conf`` and the conf file, so the CLI reaches exactly what ``sqlext run`` reaches. ``SQLEXT_FS=pyarrow``
-    uses the JVM-less fallback instead (file:, viewfs links, s3a, hdfs through libhdfs).
+    uses the JVM-less fallback instead (file:, viewfs links, s3a, hdfs through libhdfs or WebHDFS).
     """
     import os
     from urllib.parse import urlparse

@@ -12,7 +12,9 @@ executors and its driver-side commit, which runs in a Python worker) and the CLI
 - ``s3a://`` / ``s3://`` — pyarrow's S3 client with ``fs.s3a.access.key``, ``secret.key``, ``session.token``,
   ``endpoint``, ``endpoint.region``, ``path.style.access``, ``connection.ssl.enabled`` (per-bucket
   ``fs.s3a.bucket.<bucket>.<key>`` first); without keys, pyarrow's default AWS credential chain;
-- ``hdfs://`` — pyarrow's libhdfs client (it needs ``libhdfs.so``, a JVM and ``CLASSPATH`` of its own);
+- ``hdfs://`` — pyarrow's libhdfs client (it needs ``libhdfs.so``, a JVM and ``CLASSPATH`` of its own); where
+  it cannot load, the NameNode's WebHDFS API through fsspec (the ``webhdfs`` extra, :mod:`sqlext.io.webhdfs`)
+  at ``dfs.namenode.http-address`` (or its per-nameservice forms);
 - anything else pyarrow parses (``gs://``, ``abfs://``) with pyarrow's own configuration.
 
 Other schemes fail with :class:`sqlext.errors.FileSystemError` naming the scheme and what serves it.
@@ -28,6 +30,7 @@ from urllib.parse import quote, urlparse
 import pyarrow.fs as pafs
 
 from sqlext.errors import FileSystemError
+from sqlext.io import webhdfs
 
 HADOOP_PREFIX = "spark.hadoop."
 
@@ -108,16 +111,17 @@ def no_filesystem_message(uri: str, scheme: str, cause: BaseException) -> str:
     if scheme == "hdfs":
         return (
             f"Cannot reach {uri} from this Python process ({reason}). Where no JVM of its own is at hand "
-            "(format('sqlext')'s and SDP sinks' writers in Spark's Python workers, Spark Connect clients, the "
-            "CLI with SQLEXT_FS=pyarrow), sqlext reaches hdfs:// through pyarrow's HDFS client, which needs, in "
-            "the environment of those processes: JAVA_HOME (a JDK with lib/server/libjvm.so), Hadoop's native "
-            "libhdfs.so (ARROW_LIBHDFS_DIR, or HADOOP_HOME/lib/native) and CLASSPATH holding Hadoop's client "
-            "jars and configuration (`hadoop classpath --glob`). Without them, write hdfs:// tables with SQL "
-            "INSERT (Spark's own writers reach hdfs://); see docs/object-stores.md."
+            "(format('sqlext')'s and SDP sinks' writers in Spark's Python workers, streaming reads of committed "
+            "partitions, Spark Connect clients, the CLI with SQLEXT_FS=pyarrow), sqlext reaches hdfs:// through "
+            f"the NameNode's WebHDFS API: install the 'webhdfs' extra ({webhdfs.EXTRA_HINT}) and set "
+            f"spark.hadoop.{webhdfs.HTTP_ADDRESS_KEY} to the NameNode's HTTP address. Or give those processes "
+            "pyarrow's HDFS client: JAVA_HOME (a JDK with lib/server/libjvm.so), Hadoop's native libhdfs.so "
+            "(ARROW_LIBHDFS_DIR, or HADOOP_HOME/lib/native) and CLASSPATH holding Hadoop's client jars and "
+            "configuration (`hadoop classpath --glob`). See docs/object-stores.md."
         )
     return (
         f"No filesystem for {uri} in this process ({reason}). Without a JVM sqlext serves file:, viewfs:// "
-        "(mount table links), s3a:// and, with libhdfs, hdfs://; run this where a Spark session is "
+        "(mount table links), s3a:// and hdfs:// (libhdfs or WebHDFS); run this where a Spark session is "
         "active to use Spark's Hadoop filesystems for every scheme."
     )
 
@@ -140,6 +144,8 @@ class ArrowBackend:
             bucket = parsed.netloc
             fs = self._filesystem("s3", bucket, lambda: pafs.S3FileSystem(**s3_options(self._conf, bucket)))
             return fs, f"{bucket}{parsed.path}"
+        if scheme == "hdfs":
+            return self._filesystem(scheme, parsed.netloc, lambda: self._hdfs(uri)), parsed.path or "/"
         # pyarrow decodes the URI it is given and refuses spaces: hand it the path percent-encoded, so that
         # decoding gives back the literal path.
         try:
@@ -147,6 +153,17 @@ class ArrowBackend:
         except Exception as exc:  # pyarrow's ArrowInvalid / OSError: an unknown scheme or no libhdfs
             raise FileSystemError(no_filesystem_message(uri, scheme, exc)) from exc
         return fs, path
+
+    def _hdfs(self, uri: str) -> pafs.FileSystem:
+        """pyarrow's libhdfs client of ``uri``'s NameNode; where it cannot load, WebHDFS (if installed)."""
+        parsed = urlparse(uri)
+        try:
+            fs, _ = pafs.FileSystem.from_uri(parsed._replace(path="/").geturl())
+            return fs
+        except Exception as exc:  # pyarrow's OSError: no libjvm, no libhdfs, no CLASSPATH
+            if not webhdfs.available():
+                raise FileSystemError(no_filesystem_message(uri, "hdfs", exc)) from exc
+        return webhdfs.filesystem(uri, self._conf)
 
     def _filesystem(self, scheme: str, authority: str, build: Any) -> pafs.FileSystem:
         key = (scheme, authority)

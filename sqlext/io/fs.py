@@ -10,7 +10,7 @@ Paths are URIs (``file:///...``, ``file:/...`` as the HMS writes them, ``hdfs://
 - ``file:`` paths, and every path where no JVM is at hand (the ``format("sqlext")`` writer's Python workers,
   Spark Connect clients, the CLI without a session), go through ``pyarrow.fs``, configured from the same
   ``spark.hadoop.*`` keys (:mod:`sqlext.io.arrowfs`): ``file:``, ``viewfs://`` mount-table links, ``s3a://``, and
-  ``hdfs://`` through libhdfs. Local files stay on pyarrow because py4j costs a round trip per call: measured
+  ``hdfs://`` through libhdfs or WebHDFS. Local files stay on pyarrow because py4j costs a round trip per call: measured
   on this project's 2-core machine under load, an ``exists`` took 0.02 ms with pyarrow and 2.4 ms through
   Hadoop, listing 300 files 7 ms and 258 ms, an atomic small-file write 0.8 ms and 12 ms.
 

@@ -98,7 +98,7 @@ class SqlextDataSource(DataSource):
         settings = SinkSettings.from_table(table)
         check_watermark_source(settings, schema.fieldNames())
         arrowfs.configure(self.hadoop)
-        # First, and naming the table's path: storage this process cannot reach (hdfs:// without libhdfs, an
+        # First, and naming the table's path: storage this process cannot reach (hdfs:// without libhdfs or WebHDFS, an
         # s3a:// bucket without keys) fails the start here, before anything is written.
         check_reachable(FileSystem(settings.path), settings.path)
         claim = WriterClaim(

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from sqlext.errors import FileSystemError
-from sqlext.io import arrowfs
+from sqlext.io import arrowfs, webhdfs
 from sqlext.io.fs import BACKEND_ENV, FileSystem, backend_name, join
+from tests.support.waiting import free_port
 
 NAMES = ["p=%252e%252e", "p=a%2Fb", "with space", "ünïcode", "x%20y"]
 MOUNT = "sqlext-test-fs"
@@ -157,18 +158,58 @@ def test_the_fallback_names_what_serves_an_unknown_scheme(monkeypatch: pytest.Mo
         FileSystem("wasb://c@a.blob.core.windows.net/t").exists("wasb://c@a.blob.core.windows.net/t/x")
 
 
-def test_the_fallback_names_what_hdfs_needs_without_libhdfs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    """Where format('sqlext')'s writers run (no JVM), hdfs:// needs pyarrow's libhdfs: the error says what to
-    install and set, in a few lines (pyarrow's own lists every path it tried)."""
+def test_the_fallback_names_what_hdfs_needs_without_libhdfs_or_webhdfs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """Where format('sqlext')'s writers run (no JVM), hdfs:// needs pyarrow's libhdfs or the 'webhdfs' extra: the
+    error says what to install and set, in a few lines (pyarrow's own lists every path it tried)."""
     monkeypatch.setenv(BACKEND_ENV, "pyarrow")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
     monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    monkeypatch.setattr(webhdfs, "available", lambda: False)
     with pytest.raises(FileSystemError) as failure:
         FileSystem("hdfs://127.0.0.1:9/t").exists("hdfs://127.0.0.1:9/t/x")
     message = str(failure.value)
     assert message.startswith("Cannot reach hdfs://127.0.0.1:9/t/x from this Python process (Unable to load lib")
-    assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message and "SQL INSERT" in message
+    assert "pip install 'sqlext[webhdfs]'" in message and "spark.hadoop.dfs.namenode.http-address" in message
+    assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message
     assert len(message) < 1200 and "\n" not in message
+
+
+def test_without_libhdfs_the_fallback_reaches_hdfs_through_webhdfs_and_names_the_key_it_tried(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    pytest.importorskip("fsspec", reason="the 'webhdfs' extra")
+    monkeypatch.setenv(BACKEND_ENV, "pyarrow")
+    monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    port = free_port()  # nothing listens there
+    monkeypatch.setattr(arrowfs, "_settings", {"dfs.namenode.http-address": f"0.0.0.0:{port}"})
+    with pytest.raises(FileSystemError) as failure:
+        FileSystem("hdfs://127.0.0.1:9/t").exists("hdfs://127.0.0.1:9/t/x")
+    message = str(failure.value)
+    assert message.startswith(f"Cannot reach hdfs://127.0.0.1:9/t/x through WebHDFS (127.0.0.1:{port}: ")
+    assert "spark.hadoop.dfs.namenode.http-address" in message
+
+
+def test_webhdfs_finds_the_namenode_http_address_from_the_hadoop_keys() -> None:
+    assert webhdfs.http_addresses("hdfs://nn1.example:8020/t", {}) == ["nn1.example:9870"]
+    plain = {"dfs.namenode.http-address": "0.0.0.0:50070"}
+    assert webhdfs.http_addresses("hdfs://nn1.example:8020/t", plain) == ["nn1.example:50070"]
+    assert webhdfs.http_addresses("hdfs://h:1/t", {"dfs.namenode.http-address": "web.example:80"}) == ["web.example:80"]
+    ha = {
+        "dfs.ha.namenodes.prod": "a, b",
+        "dfs.namenode.http-address.prod.a": "nn-a.example:9870",
+        "dfs.namenode.http-address.prod.b": "nn-b.example:9870",
+    }
+    assert webhdfs.http_addresses("hdfs://prod/warehouse", ha) == ["nn-a.example:9870", "nn-b.example:9870"]
+    assert webhdfs.http_addresses("hdfs:///warehouse", {**ha, "fs.defaultFS": "hdfs://prod"}) == [
+        "nn-a.example:9870",
+        "nn-b.example:9870",
+    ]
+    federated = {"dfs.namenode.http-address.ns2": "nn2.example:9871"}
+    assert webhdfs.http_addresses("hdfs://ns2/t", federated) == ["nn2.example:9871"]
+    with pytest.raises(FileSystemError, match=r"dfs\.namenode\.http-address\.prod\.<namenode>"):
+        webhdfs.http_addresses("hdfs://prod/t", {"dfs.ha.namenodes.prod": "a,b"})
 
 
 @pytest.mark.spark

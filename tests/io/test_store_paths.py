@@ -1,35 +1,43 @@
 """sqlext's write and read paths on a real S3 server and a real HDFS mini cluster, beyond the streaming SQL
 ``INSERT`` of ``test_object_stores.py``: batch ``INSERT INTO``, ``INSERT OVERWRITE`` of a partition, of the
 partitions a query writes and of a table without partitions, a streaming insert with ``auto-compaction``,
-``format("sqlext")`` (pyarrow in Spark's Python workers; on HDFS without libhdfs, its error), a streaming read of
-committed partitions (``streaming-source.enable``), ``sqlext compact`` and ``sqlext commits``.
+``format("sqlext")`` and SDP sinks (pyarrow in Spark's Python workers: on HDFS, without libhdfs, through WebHDFS),
+a streaming read of committed partitions (``streaming-source.enable``, pyarrow in the executors too),
+``sqlext compact`` and ``sqlext commits``.
 
 A Spark start costs 15-30 s, so both stores' paths run in ONE driver process (``tests/support/store_paths_job.py``,
 started by a module fixture), followed by one ``sqlext compact`` per store (and in a test, one ``sqlext commits``
-on HDFS); the tests then read each table back: rows through a reader (pyarrow on S3, Spark on HDFS), the HMS
-partitions and their statistics against the files, ``_SUCCESS``, the commit log, and on S3 the server's request
-log."""
+on HDFS), and ONE ``spark-pipelines run`` whose two flows write a table on each store; the tests then read each
+table back: rows through a reader (pyarrow on S3, Spark on HDFS), the HMS partitions and their statistics against
+the files, ``_SUCCESS``, the commit log, on S3 the server's request log and on HDFS the NameNode's audit log."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
+from sqlext.io import arrowfs
 from sqlext.io.fs import FileSystem
+from sqlext.paths import pyspark_jars_dir
 from tests.support.read_job import committed_ids
-from tests.support.s3_server import S3Request, S3Server
+from tests.support.s3_server import ACCESS_KEY, SECRET_KEY, S3Request, S3Server
 from tests.support.store_runs import (
     HOURS,
+    REPO,
     ROWS_PER_HOUR,
     assert_nothing_pending,
     assert_partitions_match,
@@ -72,6 +80,7 @@ class StoreRun:
     compact: subprocess.CompletedProcess[str]
     #: The S3 server's request log around ``sqlext compact`` (since, until), for :func:`_window`.
     compact_requests: dict[str, int]
+    input_dir: Path
 
     def table(self, name: str) -> str:
         return f"{self.root}/{name}"
@@ -107,6 +116,7 @@ def store_runs(
         "spark.sqlext.metastore.uris": store_metastore.uri,
         "spark.sqlext.checkpoint.root": (tmp / "checkpoints").as_uri(),
         **s3a_conf(s3_server),
+        **hdfs_cluster.hadoop_conf(),
     }
     stores = [
         {
@@ -120,7 +130,8 @@ def store_runs(
             "database": "hdfs_paths",
             "root": f"{hdfs_cluster.uri}/warehouse",
             "local": str(tmp / "hdfs"),
-            "dataframe_fails": True,
+            "audit_log": str(hdfs_cluster.audit_log),
+            "read": True,
         },
     ]
     spec_file, result_file = tmp / "spec.json", tmp / "result.json"
@@ -135,10 +146,99 @@ def store_runs(
         since = s3_server.mark()
         compacted = run_cli(args, conf, tmp / "home")
         window = {"since": since, "until": s3_server.mark()}
+        outcomes, local, home = results[database], Path(store["local"]), tmp / "home"
         runs[database] = StoreRun(
-            database, store["root"], conf, results[database], Path(store["local"]), tmp / "home", compacted, window
+            database, store["root"], conf, outcomes, local, home, compacted, window, tmp / "input"
         )
     return runs
+
+
+SDP_FLOWS = REPO / "tests" / "support" / "sdp_store_flows.py"
+SDP_QUERY = "sqlext_{database}_sdp_events"
+#: Core Spark keys of the module's conf, which SDP's flows may not set as session conf.
+SDP_FLAGS = ("spark.driver.extraClassPath", "spark.ui.enabled", "spark.python.authenticate.socketTimeout")
+
+
+@dataclass
+class SdpRun:
+    """The module's ``spark-pipelines run``, with the S3 request log and HDFS audit log positions around it."""
+
+    done: subprocess.CompletedProcess[str]
+    s3_since: int
+    s3_until: int
+    audit_since: int
+    audit_until: int
+
+    def assert_completed(self) -> None:
+        output = self.done.stdout + self.done.stderr
+        assert "Run is COMPLETED" in output, output[-6000:]
+        # pyspark 4.3.0's Connect client exits 1 after a completed run that used a Python data source
+        # (SPARK-59135, see examples/sdp/README.md); the tests judge the run by what it committed.
+        assert self.done.returncode == 0 or "__python_accumulator__" in output, output[-6000:]
+
+
+@pytest.fixture(scope="module")
+def sdp_run(
+    store_runs: dict[str, StoreRun],
+    s3_server: S3Server,
+    hdfs_cluster: HdfsCluster,
+    store_metastore: MetastoreSettings,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> SdpRun:
+    """ONE ``spark-pipelines run`` (a Spark Connect server and its client: a Spark start of its own) whose two
+    flows stream the hourly input through ``format("sqlext")`` sinks into ``sdp_events`` on S3 and on HDFS (the
+    tables the driver run created), with the same Spark conf as the driver run."""
+    pytest.importorskip("yaml", reason="the SDP CLI needs the 'pipelines' extra (pip install 'sqlext[pipelines]')")
+    tmp = tmp_path_factory.mktemp("sdp")
+    project = tmp / "project"
+    (project / "transformations").mkdir(parents=True)
+    shutil.copy(SDP_FLOWS, project / "transformations" / "flows.py")
+    run = store_runs["s3_paths"]
+    flags = {key: run.conf[key] for key in SDP_FLAGS}
+    configuration = {
+        **{key: value for key, value in run.conf.items() if key not in flags and key != "spark.master"},
+        "spark.sqlext.test.input": run.input_dir.as_uri(),
+        "spark.sqlext.test.tables": ",".join(f"{database}.sdp_events" for database in store_runs),
+    }
+    # The session's conf goes into the spec's `configuration` (the CLI starts its local Connect server with it,
+    # and sets it on each flow), the few core keys a flow may not set into `--conf` flags: spark-submit hands a
+    # long list of flags to pyspark's Connect client in several environment variables
+    # (PYSPARK_REMOTE_INIT_CONF_<i>), and pyspark 4.3 keeps only the last (`_start_connect_server`: each one
+    # replaces the one before), silently dropping the rest.
+    (project / "spark-pipeline.yml").write_text(
+        json.dumps(
+            {
+                "name": "store_sinks",
+                "storage": (tmp / "storage").as_uri(),
+                "libraries": [{"glob": {"include": "transformations/**"}}],
+                "configuration": configuration,
+            }
+        )
+    )
+    spark_home = pyspark_jars_dir().parent
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(spark_home),
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "SQLEXT_HOME": str(tmp / "home"),
+        # A Spark Connect server does not let its clients read the fs.s3a credential keys (`spark.conf.get` and
+        # `getAll` leave them out), so `sqlext.register` cannot hand them to the sink's workers: on Connect, the
+        # workers take S3 credentials from the AWS default chain, here the server's environment.
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+    }
+    s3_since, audit_since = s3_server.mark(), hdfs_cluster.audit_mark()
+    done = subprocess.run(
+        [str(spark_home / "bin" / "spark-pipelines"), *(f"--conf={k}={v}" for k, v in flags.items()), "run"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return SdpRun(done, s3_since, s3_server.mark(), audit_since, hdfs_cluster.audit_mark())
 
 
 def _data(files: dict[str, int]) -> dict[str, int]:
@@ -323,6 +423,33 @@ def test_format_sqlext_writes_an_s3_table_from_python_workers_configured_by_the_
 
 
 @pytest.mark.s3
+def test_spark_pipelines_run_writes_an_s3_table_through_the_sqlext_sink(
+    sdp_run: SdpRun, s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
+) -> None:
+    sdp_run.assert_completed()
+    table = s3_run.table("sdp_events")
+    prefix = _key(table)
+    with MetastoreClient(store_metastore.uri) as hms:
+        _assert_s3_partitions_match(hms, s3_run, s3_server, "sdp_events", HOUR_IDS)
+    batches = s3_log(s3_server, table, SDP_QUERY.format(database=s3_run.database))
+    assert batches and all(e["state"] == "completed" for e in batches)
+    assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
+    # As format("sqlext"): pyarrow writes each file into the staging dir, and the commit's move into its
+    # partition is a server-side copy (then a delete) of each data file: the file's bytes are sent once by the
+    # writer and copied once by the server.
+    requests = s3_server.requests(sdp_run.s3_since)[: sdp_run.s3_until - sdp_run.s3_since]
+    finals = sorted(_key(f["final"]) for e in batches for f in e["files"])
+    assert sorted(k for k in _copies_into(requests, prefix) if "/_sqlext/" not in k) == finals
+    staged = sum(
+        r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and "/_sqlext/staging/" in r.key
+    )
+    assert staged == sum(f["size"] for e in batches for f in e["files"])
+    assert [k for k in s3_server.objects(BUCKET, f"{prefix}/_sqlext/staging/") if not k.endswith("/")] == []
+    assert [r for r in requests if r.status >= 500] == []
+    _report(f"spark-pipelines run, sqlext sink ({len(batches)} batches, {len(finals)} data files)", requests, prefix)
+
+
+@pytest.mark.s3
 def test_sqlext_compact_merges_a_committed_s3_partition_and_updates_its_statistics(
     s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
 ) -> None:
@@ -407,15 +534,98 @@ def test_a_streaming_insert_with_auto_compaction_on_hdfs_commits_each_hour_as_on
             assert partition.parameters["numFiles"] == "1", "the batch's two files merged before the commit"
 
 
+def _hdfs_log(table: str, query: str) -> list[dict[str, Any]]:
+    """The most advanced commit log entry of each batch of ``query``, read through the test session's Spark."""
+    return [entry.to_json() for entry in CommitLog(FileSystem(table), table).entries(query)]
+
+
+def _assert_moved_by_rename(cluster: HdfsCluster, since: int, until: int, finals: list[str]) -> None:
+    """In the NameNode's audit log between ``since`` and ``until``: each final data file reached its place by
+    one rename from sqlext's staging dir (WebHDFS's ``RENAME``, one NameNode operation), and none was created
+    there (a copy would create it)."""
+    operations = cluster.audit(since)[: until - since]
+    renamed = {op["dst"]: op["src"] for op in operations if op.get("cmd", "").startswith("rename")}
+    created = {op["src"] for op in operations if op.get("cmd") == "create"}
+    for final in finals:
+        path = urlparse(final).path
+        assert "/_sqlext/staging/" in renamed.get(path, ""), f"{final} not renamed from staging"
+        assert path not in created, f"{final} written in place"
+    print(f"\nHDFS audit: {len(finals)} data files, {len(renamed)} renames, {len(created)} creates")
+
+
+def _assert_hdfs_sink_committed(
+    run: StoreRun, name: str, query: str, spark: Any, metastore: MetastoreSettings
+) -> list[str]:
+    """``name`` written by a ``format("sqlext")`` sink: the HMS partitions with their statistics, ``_SUCCESS``
+    and rows read back by Spark, every batch of ``query`` completed with every row once, nothing left staged.
+    Returns the data files' URIs."""
+    table = run.table(name)
+    with MetastoreClient(metastore.uri) as hms:
+        assert_partitions_match(hms, run.database, name, table, HOUR_IDS, _hdfs_files, _hdfs_ids(spark))
+    batches = _hdfs_log(table, query)
+    assert batches and all(e["state"] == "completed" for e in batches)
+    assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
+    assert not FileSystem(table).list_files(f"{table}/_sqlext/staging"), "staged files left"
+    return [f["final"] for e in batches for f in e["files"]]
+
+
 @pytest.mark.hdfs
-def test_format_sqlext_on_hdfs_without_libhdfs_fails_naming_the_path_and_what_it_needs(hdfs_run: StoreRun) -> None:
+def test_the_webhdfs_fallback_renames_on_the_namenode_and_lists_what_is_there(
+    hdfs_cluster: HdfsCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pyarrow's backend without libhdfs on the mini cluster: every operation the commit uses, and a rename is
+    one NameNode rename (a file onto a file replaced in place), never a copy."""
+    monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    monkeypatch.setattr(arrowfs, "_settings", arrowfs.hadoop_settings(hdfs_cluster.hadoop_conf()))
+    backend, root = arrowfs.ArrowBackend(), f"{hdfs_cluster.uri}/webhdfs-ops"
+    backend.write_new(f"{root}/staging/a b.parquet", b"first")
+    backend.write_new(f"{root}/staging/second", b"second")
+    since = hdfs_cluster.audit_mark()
+    backend.rename(f"{root}/staging/a b.parquet", f"{root}/dt=1/a b.parquet")
+    backend.rename(f"{root}/staging/second", f"{root}/dt=1/a b.parquet")
+    operations = [op for op in hdfs_cluster.audit(since) if op["cmd"] not in ("getfileinfo", "mkdirs")]
+    assert [(op["cmd"], op["src"], op["dst"]) for op in operations] == [
+        ("rename", "/webhdfs-ops/staging/a b.parquet", "/webhdfs-ops/dt=1/a b.parquet"),
+        ("rename (options=[OVERWRITE])", "/webhdfs-ops/staging/second", "/webhdfs-ops/dt=1/a b.parquet"),
+    ]
+    assert backend.read_bytes(f"{root}/dt=1/a b.parquet") == b"second"
+    [(name, size, mtime)] = backend.list_files(root, recursive=True)
+    assert (name, size) == ("dt=1/a b.parquet", 6) and mtime > 0
+    assert backend.list_dirs(root) == ["dt=1", "staging"]
+    with pytest.raises(FileNotFoundError):
+        backend.rename(f"{root}/staging/gone", f"{root}/dt=1/gone")
+    with pytest.raises(IsADirectoryError):
+        backend.rename(f"{root}/dt=1/a b.parquet", f"{root}/staging")
+    backend.delete(root, recursive=True)
+    assert backend.kind(root) is None
+
+
+@pytest.mark.hdfs
+def test_format_sqlext_writes_an_hdfs_table_from_python_workers_through_webhdfs(
+    hdfs_run: StoreRun, hdfs_cluster: HdfsCluster, spark: Any, store_metastore: MetastoreSettings
+) -> None:
     outcome = hdfs_run.done("dataframe")
-    message = outcome["failure"]
-    table = hdfs_run.table("df_events")
-    assert f"Cannot reach {table} from this Python process (Unable to load lib" in message, message[-3000:]
-    assert "libhdfs.so" in message and "JAVA_HOME" in message and "CLASSPATH" in message
-    assert "SQL INSERT" in message
-    assert [s for s in FileSystem(table).list_files(table) if not s.relative.startswith("_")] == [], "nothing written"
+    query = f"sqlext_{hdfs_run.database}_df_events"
+    finals = _assert_hdfs_sink_committed(hdfs_run, "df_events", query, spark, store_metastore)
+    _assert_moved_by_rename(hdfs_cluster, outcome["audit_since"], outcome["audit_until"], finals)
+
+
+@pytest.mark.hdfs
+def test_a_streaming_read_of_an_hdfs_table_reads_each_committed_partition_once(hdfs_run: StoreRun) -> None:
+    outcome = hdfs_run.done("stream")
+    read = [partition for batch in outcome["read_partitions"] for partition in batch]
+    assert sorted(read) == sorted(HOUR_IDS), "each committed partition read once"
+    assert committed_ids(hdfs_run.local / "stream_copy") == ALL_IDS, "every row copied once"
+
+
+@pytest.mark.hdfs
+def test_spark_pipelines_run_writes_an_hdfs_table_through_the_sqlext_sink(
+    sdp_run: SdpRun, hdfs_run: StoreRun, hdfs_cluster: HdfsCluster, spark: Any, store_metastore: MetastoreSettings
+) -> None:
+    sdp_run.assert_completed()
+    query = SDP_QUERY.format(database=hdfs_run.database)
+    finals = _assert_hdfs_sink_committed(hdfs_run, "sdp_events", query, spark, store_metastore)
+    _assert_moved_by_rename(hdfs_cluster, sdp_run.audit_since, sdp_run.audit_until, finals)
 
 
 @pytest.mark.hdfs

@@ -14,11 +14,14 @@ conf:
   ``stream_events``' committed partitions (``streaming-source.enable``) into a local table, stopped once it
   holds every row;
 - ``dataframe``: ``writeStream.format("sqlext")`` into ``df_events`` (pyarrow in Spark's Python workers,
-  configured from the session's ``spark.hadoop.fs.s3a.*`` keys); with ``dataframe_fails`` in the spec the
-  write is expected to fail (HDFS without libhdfs) and its error is recorded.
+  configured from the session's ``spark.hadoop.*`` keys: ``fs.s3a.*`` on S3, ``dfs.namenode.http-address`` on
+  HDFS, reached through WebHDFS where libhdfs is missing).
+
+It also creates ``sdp_events``, which ``spark-pipelines run`` writes afterwards (tests/io/test_store_paths.py).
 
 Each step's outcome (error text if any), and with the store's ``request_log`` the S3 server's request log
-position before and after it, go into the result JSON (by database); the tests read the tables themselves.
+position before and after it, with its ``audit_log`` the HDFS NameNode's audit log position, go into the result
+JSON (by database); the tests read the tables themselves.
 
 Usage: python -m tests.support.store_paths_job SPEC_JSON RESULT_JSON
 """
@@ -50,8 +53,8 @@ BY_PARTITION_TIME = (
     "'sink.partition-commit.trigger' = 'partition-time', 'sink.partition-commit.delay' = '1 h', "
     "'partition.time-extractor.timestamp-pattern' = '$dt $hr:00:00'"
 )
-#: The streaming read's pipeline name (its checkpoint's name).
-READER = "store_reader"
+#: The streaming read's pipeline name (its checkpoint's name), by database.
+READER = "{database}_reader"
 #: How long the streaming read may take to copy every row once its input is committed.
 READ_WAIT_S = 180
 
@@ -75,6 +78,9 @@ def ddl(database: str, root: str, input_dir: Path, local: Path) -> list[str]:
         f"""CREATE TABLE {database}.df_events ({table}) {PARTITIONED}
             WITH ('connector' = 'filesystem', 'path' = '{root}/df_events', 'format' = 'parquet',
                   'sink.partition-commit.trigger' = 'process-time', {COMMITTED})""",
+        f"""CREATE TABLE {database}.sdp_events ({table}) {PARTITIONED}
+            WITH ('connector' = 'filesystem', 'path' = '{root}/sdp_events', 'format' = 'parquet',
+                  'sink.partition-commit.trigger' = 'process-time', {COMMITTED})""",
         f"""CREATE TABLE {database}.stream_copy ({table})
             WITH ('connector' = 'filesystem', 'path' = '{(local / "stream_copy").as_uri()}', 'format' = 'parquet')""",
     ]
@@ -96,17 +102,21 @@ def batch_statements(database: str) -> dict[str, str]:
 
 
 class Steps:
-    """Runs the job's steps, recording each one's outcome and the S3 request log around it."""
+    """Runs the job's steps, recording each one's outcome and the S3 request log or HDFS audit log around it."""
 
-    def __init__(self, request_log: str | None) -> None:
+    def __init__(self, request_log: str | None, audit_log: str | None = None) -> None:
         self.request_log = Path(request_log) if request_log else None
+        self.audit_log = Path(audit_log) if audit_log else None
         self.results: dict[str, dict[str, Any]] = {}
 
     def mark(self) -> int | None:
         return len(self.request_log.read_text().splitlines()) if self.request_log else None
 
+    def audit_mark(self) -> int | None:
+        return len(self.audit_log.read_text().splitlines()) if self.audit_log else None
+
     def run(self, name: str, step: Callable[[], Any]) -> None:
-        began, since = time.monotonic(), self.mark()
+        began, since, audit_since = time.monotonic(), self.mark(), self.audit_mark()
         outcome: dict[str, Any] = {"error": None}
         try:
             done = step()
@@ -114,6 +124,7 @@ class Steps:
         except Exception as exc:
             outcome["error"] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}"
         outcome.update(since=since, until=self.mark(), seconds=round(time.monotonic() - began, 1))
+        outcome.update(audit_since=audit_since, audit_until=self.audit_mark())
         self.results[name] = outcome
         print(f"{name}: {'failed' if outcome['error'] else 'done'} in {outcome['seconds']} s", file=sys.stderr)
 
@@ -121,8 +132,9 @@ class Steps:
 def run_streams(spark: Any, database: str, local: Path, read: bool) -> dict[str, Any]:
     """The streaming insert, and with ``read`` the streaming read of its committed partitions beside it."""
     reader = None
+    reader_name = READER.format(database=database)
     if read:
-        spark.sql(f"SET 'pipeline.name' = '{READER}'")
+        spark.sql(f"SET 'pipeline.name' = '{reader_name}'")
         spark.sql("SET 'execution.checkpointing.interval' = '1 s'")
         [job] = spark.sql(
             f"INSERT INTO {database}.stream_copy SELECT id, user_id, amount, ts, dt, hr FROM {database}.stream_events "
@@ -152,7 +164,10 @@ def run_streams(spark: Any, database: str, local: Path, read: bool) -> dict[str,
         reader.stop()
         reader.wait(120)
     checkpoints = Path(urlparse(spark.conf.get("spark.sqlext.checkpoint.root")).path)
-    return {"read_partitions": partitions_read(checkpoints / READER), "written_rows": writer.committer.progress.rows}
+    return {
+        "read_partitions": partitions_read(checkpoints / reader_name),
+        "written_rows": writer.committer.progress.rows,
+    }
 
 
 def partitions_read(checkpoint: Path) -> list[list[str]]:
@@ -168,33 +183,24 @@ def partitions_read(checkpoint: Path) -> list[list[str]]:
     return read
 
 
-def run_dataframe(spark: Any, database: str, input_dir: Path, local: Path, expect_failure: bool) -> dict[str, Any]:
-    """``format("sqlext")`` into ``df_events``; with ``expect_failure``, the failure's text (at the start or in
-    the query) is the step's result."""
-    try:
-        sqlext.register(spark)
-        query = (
-            hourly_event_stream(spark, input_dir, None)
-            .writeStream.format("sqlext")
-            .option("table", f"{database}.df_events")
-            .option("checkpointLocation", (local / "df_checkpoint").as_uri())
-            .trigger(availableNow=True)
-            .start()
-        )
-        query.awaitTermination()
-    except Exception as exc:
-        if not expect_failure:
-            raise
-        return {"failure": str(exc)}
-    if expect_failure:
-        raise AssertionError("format('sqlext') wrote the table: expected it to fail")
-    return {}
+def run_dataframe(spark: Any, database: str, input_dir: Path, local: Path) -> None:
+    """``format("sqlext")`` into ``df_events``."""
+    sqlext.register(spark)
+    query = (
+        hourly_event_stream(spark, input_dir, None)
+        .writeStream.format("sqlext")
+        .option("table", f"{database}.df_events")
+        .option("checkpointLocation", (local / "df_checkpoint").as_uri())
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
 
 
 def run_store(spark: Any, store: dict[str, Any], input_dir: Path) -> dict[str, dict[str, Any]]:
     """Every path on one store (its tables under ``store["root"]``, in ``store["database"]``); each step's outcome."""
     database, root, local = store["database"], store["root"], Path(store["local"])
-    steps = Steps(store.get("request_log"))
+    steps = Steps(store.get("request_log"), store.get("audit_log"))
     for statement in ddl(database, root, input_dir, local):
         spark.sql(statement)
     spark.sql("SET 'execution.runtime-mode' = 'batch'")
@@ -202,8 +208,7 @@ def run_store(spark: Any, store: dict[str, Any], input_dir: Path) -> dict[str, d
         steps.run(name, partial(spark.sql, statement))
     spark.sql("SET 'execution.runtime-mode' = 'streaming'")
     steps.run("stream", lambda: run_streams(spark, database, local, store.get("read", False)))
-    fails = store.get("dataframe_fails", False)
-    steps.run("dataframe", lambda: run_dataframe(spark, database, input_dir, local, fails))
+    steps.run("dataframe", lambda: run_dataframe(spark, database, input_dir, local))
     return steps.results
 
 

@@ -116,20 +116,66 @@ def hdfs_jars() -> Path:
 
 @dataclass
 class HdfsCluster:
-    """A running mini cluster: its ``hdfs://`` URI and process."""
+    """A running mini cluster: its ``hdfs://`` URI, its NameNode's HTTP (WebHDFS) address and its process."""
 
     uri: str
+    http_address: str
     process: subprocess.Popen[bytes]
+    #: The NameNode's audit log: one line per namespace operation (``cmd=create``, ``cmd=rename`` ...).
+    audit_log: Path
+
+    def audit(self, since: int = 0) -> list[dict[str, str]]:
+        """The audit log's operations (from the ``since``-th on), each as its ``key=value`` fields
+        (``cmd``, ``src``, ``dst`` ...)."""
+        lines = self.audit_log.read_text().splitlines()[since:] if self.audit_log.is_file() else []
+        return [dict(field.split("=", 1) for field in line.split("\t") if "=" in field) for line in lines]
+
+    def audit_mark(self) -> int:
+        """A position in the audit log, for :meth:`audit`'s ``since``."""
+        return len(self.audit_log.read_text().splitlines()) if self.audit_log.is_file() else 0
+
+    def hadoop_conf(self) -> dict[str, str]:
+        """Spark conf that reaches the cluster from processes without a JVM of their own (format("sqlext")'s
+        Python workers, streaming reads): the NameNode's WebHDFS address (:mod:`sqlext.io.webhdfs`)."""
+        return {"spark.hadoop.dfs.namenode.http-address": self.http_address}
+
+
+#: The mini cluster's logging (log4j2, from pyspark's jars): errors to its console log as without a
+#: configuration, and the NameNode's audit log (every create, rename, delete, with its paths) to a file of its own,
+#: which the tests read to see how a commit moved its files.
+AUDIT_LOGGING = """\
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d %p %c: %m%n
+appender.audit.type = File
+appender.audit.name = audit
+appender.audit.fileName = {audit_log}
+appender.audit.immediateFlush = true
+appender.audit.layout.type = PatternLayout
+appender.audit.layout.pattern = %m%n
+logger.audit.name = org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit
+logger.audit.level = info
+logger.audit.additivity = false
+logger.audit.appenderRef.audit.ref = audit
+"""
 
 
 def start_hdfs(home: Path) -> HdfsCluster:
-    """Format and start a NameNode and one DataNode on a free loopback port; return once they serve."""
-    port = free_port()
+    """Format and start a NameNode and one DataNode on a free loopback port (the NameNode's HTTP server, which
+    serves WebHDFS, on another); return once they serve."""
+    port, http_port = free_port(), free_port()
     conf = home / "cluster-conf.xml"  # written by the manager once the cluster is up
+    audit_log = home / "audit.log"
+    logging = home / "log4j2.properties"
+    logging.write_text(AUDIT_LOGGING.format(audit_log=audit_log))
     java = shutil.which("java") or "java"
     command = [
         java,
         "-Xmx384m",
+        f"-Dlog4j2.configurationFile={logging}",
         f"-Dtest.build.data={home / 'data'}",
         "-cp",
         os.pathsep.join([f"{hdfs_jars()}/*", f"{pyspark_jars_dir()}/*"]),
@@ -139,7 +185,7 @@ def start_hdfs(home: Path) -> HdfsCluster:
         "-nnport",
         str(port),
         "-nnhttpport",
-        "0",
+        str(http_port),
         "-datanodes",
         "1",
         "-writeConfig",
@@ -148,7 +194,7 @@ def start_hdfs(home: Path) -> HdfsCluster:
     process = start_daemon(command, home / "minicluster.log", conf.is_file, "the HDFS mini cluster", 180, home)
     wait_for(lambda: _default_fs(conf), 10, what="the mini cluster's configuration")
     # Clients on this machine reach the NameNode by loopback address: 'localhost' may resolve elsewhere first.
-    return HdfsCluster(f"hdfs://127.0.0.1:{port}", process)
+    return HdfsCluster(f"hdfs://127.0.0.1:{port}", f"127.0.0.1:{http_port}", process, audit_log)
 
 
 def _default_fs(conf: Path) -> str | None:
