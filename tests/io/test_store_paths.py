@@ -390,12 +390,31 @@ def test_a_streaming_insert_with_auto_compaction_on_s3_commits_each_hour_as_one_
     _report("streaming INSERT with auto-compaction (4 batches)", requests, prefix)
 
 
-@pytest.mark.s3
-def test_a_streaming_read_of_an_s3_table_reads_each_committed_partition_once(s3_run: StoreRun) -> None:
-    outcome = s3_run.done("stream")
+def _assert_read_each_partition_once(run: StoreRun) -> None:
+    """The streaming read of committed partitions read each once, and copied every row once."""
+    outcome = run.done("stream")
     read = [partition for batch in outcome["read_partitions"] for partition in batch]
     assert sorted(read) == sorted(HOUR_IDS), "each committed partition read once"
-    assert committed_ids(s3_run.local / "stream_copy") == ALL_IDS, "every row copied once"
+    assert committed_ids(run.local / "stream_copy") == ALL_IDS, "every row copied once"
+
+
+@pytest.mark.s3
+def test_a_streaming_read_of_an_s3_table_reads_each_committed_partition_once(s3_run: StoreRun) -> None:
+    _assert_read_each_partition_once(s3_run)
+
+
+def _assert_staged_then_copied_once(
+    s3_server: S3Server, requests: list[S3Request], prefix: str, batches: list[dict[str, Any]]
+) -> None:
+    """pyarrow's writes (format("sqlext"), SDP sinks): each file's bytes sent once, into the staging dir, then one
+    server-side copy of each into its partition; nothing left staged."""
+    finals = sorted(_key(f["final"]) for e in batches for f in e["files"])
+    assert sorted(k for k in _copies_into(requests, prefix) if "/_sqlext/" not in k) == finals
+    staged = sum(
+        r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and "/_sqlext/staging/" in r.key
+    )
+    assert staged == sum(f["size"] for e in batches for f in e["files"])
+    assert [k for k in s3_server.objects(BUCKET, f"{prefix}/_sqlext/staging/") if not k.endswith("/")] == []
 
 
 @pytest.mark.s3
@@ -412,13 +431,7 @@ def test_format_sqlext_writes_an_s3_table_from_python_workers_configured_by_the_
     assert sum(f["rows"] for e in batches for f in e["files"]) == len(ALL_IDS)
     # pyarrow writes each file into the staging dir; its move into the partition is a server-side copy.
     requests = _window(s3_server, outcome)
-    finals = sorted(_key(f["final"]) for e in batches for f in e["files"])
-    assert sorted(k for k in _copies_into(requests, prefix) if "/_sqlext/" not in k) == finals
-    staged = sum(
-        r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and "/_sqlext/staging/" in r.key
-    )
-    assert staged == sum(f["size"] for e in batches for f in e["files"])
-    assert [k for k in s3_server.objects(BUCKET, f"{prefix}/_sqlext/staging/") if not k.endswith("/")] == []
+    _assert_staged_then_copied_once(s3_server, requests, prefix, batches)
     _report("format('sqlext') (4 batches)", requests, prefix)
 
 
@@ -438,15 +451,10 @@ def test_spark_pipelines_run_writes_an_s3_table_through_the_sqlext_sink(
     # partition is a server-side copy (then a delete) of each data file: the file's bytes are sent once by the
     # writer and copied once by the server.
     requests = s3_server.requests(sdp_run.s3_since)[: sdp_run.s3_until - sdp_run.s3_since]
-    finals = sorted(_key(f["final"]) for e in batches for f in e["files"])
-    assert sorted(k for k in _copies_into(requests, prefix) if "/_sqlext/" not in k) == finals
-    staged = sum(
-        r.body_bytes for r in requests if r.operation in ("PutObject", "UploadPart") and "/_sqlext/staging/" in r.key
-    )
-    assert staged == sum(f["size"] for e in batches for f in e["files"])
-    assert [k for k in s3_server.objects(BUCKET, f"{prefix}/_sqlext/staging/") if not k.endswith("/")] == []
+    _assert_staged_then_copied_once(s3_server, requests, prefix, batches)
     assert [r for r in requests if r.status >= 500] == []
-    _report(f"spark-pipelines run, sqlext sink ({len(batches)} batches, {len(finals)} data files)", requests, prefix)
+    files = sum(len(e["files"]) for e in batches)
+    _report(f"spark-pipelines run, sqlext sink ({len(batches)} batches, {files} data files)", requests, prefix)
 
 
 @pytest.mark.s3
@@ -612,10 +620,7 @@ def test_format_sqlext_writes_an_hdfs_table_from_python_workers_through_webhdfs(
 
 @pytest.mark.hdfs
 def test_a_streaming_read_of_an_hdfs_table_reads_each_committed_partition_once(hdfs_run: StoreRun) -> None:
-    outcome = hdfs_run.done("stream")
-    read = [partition for batch in outcome["read_partitions"] for partition in batch]
-    assert sorted(read) == sorted(HOUR_IDS), "each committed partition read once"
-    assert committed_ids(hdfs_run.local / "stream_copy") == ALL_IDS, "every row copied once"
+    _assert_read_each_partition_once(hdfs_run)
 
 
 @pytest.mark.hdfs
