@@ -104,6 +104,22 @@ def s3_options(conf: Mapping[str, str], bucket: str) -> dict[str, Any]:
     return options
 
 
+def default_credentials_note(uri: str, conf: Mapping[str, str]) -> str | None:
+    """For an ``s3a://`` URI this process has no ``fs.s3a`` credential keys for: where its credentials come from
+    instead, and how to give them (None otherwise). A Spark Connect session does not show the credential keys
+    to its clients, so ``sqlext.register`` cannot pass them to the Python workers of a ``format("sqlext")`` or
+    SDP sink on Connect."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("s3a", "s3", "s3n") or "access_key" in s3_options(conf, parsed.netloc):
+        return None
+    return (
+        "This Python worker was given no fs.s3a credential keys (a Spark Connect session does not show them to "
+        "its clients), so pyarrow took the AWS default credential chain: give the environment of Spark's "
+        "executors AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (spark.executorEnv.AWS_ACCESS_KEY_ID=..., or the "
+        "Connect server's own environment), AWS_PROFILE, or an instance role; see docs/object-stores.md."
+    )
+
+
 def no_filesystem_message(uri: str, scheme: str, cause: BaseException) -> str:
     """Why ``uri`` cannot be reached without a JVM, and what would reach it. pyarrow's own error is cut to its
     first line: without libjvm or libhdfs it lists every path it tried, dozens of lines."""

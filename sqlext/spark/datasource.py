@@ -49,7 +49,7 @@ from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, StagedFile
 from sqlext.connectors.filesystem.settings import SinkSettings
-from sqlext.errors import TableNotFoundError, ValidationError
+from sqlext.errors import FileSystemError, TableNotFoundError, ValidationError
 from sqlext.io import arrowfs
 from sqlext.io.fs import FileSystem, join
 from sqlext.io.reach import check_reachable
@@ -100,7 +100,13 @@ class SqlextDataSource(DataSource):
         arrowfs.configure(self.hadoop)
         # First, and naming the table's path: storage this process cannot reach (hdfs:// without libhdfs or WebHDFS, an
         # s3a:// bucket without keys) fails the start here, before anything is written.
-        check_reachable(FileSystem(settings.path), settings.path)
+        try:
+            check_reachable(FileSystem(settings.path), settings.path)
+        except FileSystemError as exc:
+            note = arrowfs.default_credentials_note(settings.path, arrowfs.settings())
+            if note is None:
+                raise
+            raise FileSystemError(f"{exc} {note}", value=settings.path) from exc
         claim = WriterClaim(
             settings.path,
             query,

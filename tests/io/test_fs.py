@@ -240,3 +240,14 @@ def test_the_temp_files_of_killed_writes_of_a_file_are_deleted_and_nothing_else(
     deleted = fs.delete_abandoned_writes(join(tmp_path.as_uri(), "dt=1/_SUCCESS"))
     assert sorted(uri.rpartition("/")[2] for uri in deleted) == sorted(path.name for path in abandoned)
     assert sorted(path.name for path in partition.iterdir()) == sorted(path.name for path in kept)
+
+
+def test_a_python_worker_without_s3a_credential_keys_is_told_where_its_credentials_come_from() -> None:
+    keys = {"fs.s3a.access.key": "k", "fs.s3a.secret.key": "s", "fs.s3a.endpoint": "http://127.0.0.1:9000"}
+    note = arrowfs.default_credentials_note("s3a://bucket/t", {"fs.s3a.endpoint": "http://127.0.0.1:9000"})
+    assert note is not None and "AWS_ACCESS_KEY_ID" in note and "spark.executorEnv" in note and "Connect" in note
+    assert arrowfs.default_credentials_note("s3a://bucket/t", keys) is None
+    per_bucket = {"fs.s3a.bucket.bucket.access.key": "k", "fs.s3a.bucket.bucket.secret.key": "s"}
+    assert arrowfs.default_credentials_note("s3a://bucket/t", per_bucket) is None
+    assert arrowfs.default_credentials_note("s3a://other/t", per_bucket) is not None
+    assert arrowfs.default_credentials_note("hdfs://nn:8020/t", {}) is None
