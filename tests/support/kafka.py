@@ -56,6 +56,10 @@ def _server_properties(home: Path, port: int, controller_port: int) -> str:
         "num.network.threads": "2",
         "num.io.threads": "2",
         "log.flush.interval.messages": "10000",
+        # No time-based retention: records carry event times of fixed past days (2023-11-14 in some tests), and
+        # the broker's first retention check, 30 s after its start, deleted a whole topic older than the default
+        # 7 days under a test that had just produced it (seen as a read of no rows).
+        "log.retention.ms": "-1",
     }
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
