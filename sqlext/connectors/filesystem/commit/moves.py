@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlext.connectors.filesystem.commit.overwrite import Overwrite
+from sqlext.connectors.filesystem.commit.overwrite import NEW_SUFFIX, Overwrite, hidden_sibling
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -138,8 +138,7 @@ class BatchMover:
                 self.fs.delete_file(status.uri)
 
     def _swap_dir(self, relative: str) -> str:
-        parent, _, leaf = relative.rpartition("/")
-        return join(self.settings.path, parent, f".{leaf}.sqlext-new")
+        return hidden_sibling(self.settings.path, relative, NEW_SUFFIX)
 
     def clean(self, entry: LogEntry) -> None:
         """Remove what a ``completed`` batch may have left behind a crash: its staging or manifest dir."""

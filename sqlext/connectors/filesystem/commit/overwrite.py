@@ -53,6 +53,14 @@ from sqlext.io.fs import FileSystem, join
 LEGACY_TRASH_DIR = "_sqlext/trash"
 #: The suffix of a partition dir's hidden sibling, where the old dir waits for the new one to take its name.
 OLD_SUFFIX = ".sqlext-old"
+#: The suffix of a partition dir's hidden sibling, where an overwrite gathers the partition's new files.
+NEW_SUFFIX = ".sqlext-new"
+
+
+def hidden_sibling(table_path: str, relative: str, suffix: str) -> str:
+    """The hidden dir beside partition ``relative`` of the table: ``.<leaf><suffix>`` (readers skip ``.`` names)."""
+    parent, _, leaf = relative.rpartition("/")
+    return join(table_path, parent, f".{leaf}{suffix}")
 
 
 class Overwrite:
@@ -118,5 +126,4 @@ class Overwrite:
         self.fs.delete_dir(join(self.settings.path, LEGACY_TRASH_DIR, entry.query, f"{entry.batch:020d}"))
 
     def _old_dir(self, relative: str) -> str:
-        parent, _, leaf = relative.rpartition("/")
-        return join(self.settings.path, parent, f".{leaf}{OLD_SUFFIX}")
+        return hidden_sibling(self.settings.path, relative, OLD_SUFFIX)
