@@ -173,6 +173,12 @@ def _slim(commit: dict[str, Any]) -> dict[str, Any]:
     return {key: commit[key] for key in COMMIT_FIELDS if key in commit}
 
 
+def hidden_key(relative: str) -> bool:
+    """Whether a key below a table (``dt=1/part-0``) is in a dir or file readers skip (``_``/``.`` first, as
+    Spark and Hive skip them): sqlext's own files, compaction's work files."""
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
 def final_uri(table: str, commit: dict[str, Any]) -> str:
     """The ``s3a://`` URI an upload completes into."""
     scheme = table.split("://", 1)[0]
@@ -190,10 +196,17 @@ class Uploads:
         if context is None or context._jvm is None:
             raise FileSystemError(f"The uploads of {table} are completed on Spark's driver: no SparkContext here")
         jvm = context._jvm
-        fs = jvm.org.apache.hadoop.fs.Path(table).getFileSystem(context._jsc.hadoopConfiguration())
+        self._table = jvm.org.apache.hadoop.fs.Path(table)
+        fs = self._table.getFileSystem(context._jsc.hadoopConfiguration())
         commit = jvm.org.apache.hadoop.fs.s3a.commit
         self._operations = commit.impl.CommitOperations(fs)
         self._serializer = commit.files.SinglePendingCommit.serializer()
+
+    def in_progress(self) -> list[dict[str, str]]:
+        """The multipart uploads under the table neither completed nor aborted, each as its ``destinationKey``
+        and ``uploadId`` (one listing of the bucket's uploads under the table's prefix)."""
+        found = self._operations.listPendingUploadsUnderPath(self._table)
+        return [{"destinationKey": str(upload.key()), "uploadId": str(upload.uploadId())} for upload in found]
 
     def complete(self, commit: dict[str, Any]) -> None:
         """Complete the upload: its object appears, whole, at its final key."""

@@ -115,11 +115,18 @@ def test_a_driver_killed_at_every_fault_point_on_s3_then_restarted_commits_every
     """The driver killed at each point of the overlapped commit in turn (CHAIN_POINTS, one a batch, two files
     a batch), then run to its end: every row once, every hour committed, and from the server's log: no copy of
     a data file, each completed once from an upload that carried its bytes once, the uploads of the attempt
-    killed before its plan (after-stage) aborted by its replay, no manifest and no upload left."""
+    killed before its plan (after-stage) aborted by its replay, and those of a task killed mid-write (no
+    manifest) by the next run's first write, no manifest and no upload left."""
     bucket, prefix = "sqlext-crash", "warehouse/events"
     s3_server.create_bucket(bucket)
     table_uri = f"s3a://{bucket}/{prefix}"
     since = s3_server.mark()
+    # What a task killed mid-write leaves (the chain's kills leave one only now and then): an upload with a part
+    # sent and no manifest. The first run's first write is preceded by its abort.
+    killed_task = f"{prefix}/dt=2026-11-22/hr=00/part-00009-killed-task.c000.snappy.parquet"
+    client = s3_server.client()
+    killed_upload = client.create_multipart_upload(Bucket=bucket, Key=killed_task)["UploadId"]
+    client.upload_part(Bucket=bucket, Key=killed_task, UploadId=killed_upload, PartNumber=1, Body=b"x" * 1024)
 
     hours = run_crash_chain(tmp_path, "crash_s3_db", table_uri, store_metastore, s3a_conf(s3_server))
 
@@ -134,7 +141,8 @@ def test_a_driver_killed_at_every_fault_point_on_s3_then_restarted_commits_every
     assert data_copies(requests, prefix) == []
     data_files = {k: v for k, v in objects.items() if k.rsplit("/", 1)[1].startswith("part-")}
     aborted = assert_each_upload_completed_once_or_aborted(requests, bucket, prefix, data_files)
-    assert aborted, "the uploads of batch 0's attempt killed after-stage are aborted by its replay"
+    assert killed_upload in aborted, "the killed task's upload, named by no manifest, is aborted"
+    assert aborted - {killed_upload}, "the uploads of batch 0's attempt killed after-stage are aborted by its replay"
     assert [r for r in requests if r.status >= 500] == []
 
 

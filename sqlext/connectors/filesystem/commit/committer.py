@@ -143,7 +143,7 @@ class BatchCommitter:
             self.schema_watch,
         )
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
-        self._uploads = BatchUploads(settings, query_name, self.fs, self._planner, self._move_pool)
+        self._uploads = BatchUploads(settings, query_name, self.fs, self.log, self._planner, self._move_pool)
         self._mover = BatchMover(
             settings, query_name, self.fs, self.log, self._move_pool, self._row_counts, self._uploads
         )

@@ -2,10 +2,11 @@
 ``s3a://`` (S3A's magic committer, :mod:`sqlext.io.s3magic`): no staging dir, no move.
 
 1. **stage** — the uploads a crashed attempt of the batch left (named by its manifests under the batch's
-   ``__magic_job-*`` dir) are aborted and the dir removed; Spark appends the batch's rows to the table, each
-   file a multipart upload to its final ``k=v/part-...`` key that its job commit does not complete; the
-   uploads are read from the task manifests (``.pendingset``) and planned like staged files, each with its
-   upload (``PlannedFile.upload``);
+   ``__magic_job-*`` dir) are aborted and the dir removed; before a run's first write, so are the uploads
+   under the table no manifest or plan names (:meth:`BatchUploads.abort_unnamed`); Spark appends the batch's
+   rows to the table, each file a multipart upload to its final ``k=v/part-...`` key that its job commit does
+   not complete; the uploads are read from the task manifests (``.pendingset``) and planned like staged
+   files, each with its upload (``PlannedFile.upload``);
 3. **publish** — each planned upload is completed (its object appears whole at its final key), unless its
    object is already there with the planned size (looked for only on a restart after a crash in this step);
    rows are counted from the published files' footers; after ``completed`` the manifests are deleted.
@@ -22,12 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from sqlext.connectors.filesystem.commit.plan import BatchPlanner, StagedFile
-from sqlext.connectors.filesystem.commit_log import LogEntry, PlannedFile
+from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
 from sqlext.connectors.filesystem.files import count_rows
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.faults import fault_point
 from sqlext.io import s3magic
-from sqlext.io.fs import FileStatus, FileSystem
+from sqlext.io.fs import FileStatus, FileSystem, join
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,15 +49,18 @@ class BatchUploads:
         settings: SinkSettings,
         query_name: str,
         fs: FileSystem,
+        log: CommitLog,
         planner: BatchPlanner,
         pool: Callable[[], ThreadPoolExecutor],
     ) -> None:
         self.settings = settings
         self.query_name = query_name
         self.fs = fs
+        self.log = log
         self._planner = planner
         self._pool = pool
         self._uploads: s3magic.Uploads | None = None
+        self._unnamed_aborted = False
 
     def applies(self, rows: DataFrame) -> bool:
         """Whether this table's batches are written as pending uploads in ``rows``' session."""
@@ -69,6 +74,9 @@ class BatchUploads:
         them as the batch's files."""
         directory = s3magic.magic_dir(self.settings.path, self.query_name, batch)
         self._abort_attempt(directory, batch)
+        if not self._unnamed_aborted:
+            self.abort_unnamed()
+            self._unnamed_aborted = True
         self._planner.stage(rows, self.settings.path, s3magic.write_options(self.query_name, batch))
         uploads = s3magic.pending_uploads(self.fs, directory)
         if not uploads:  # an empty batch: nothing to plan or publish, so nothing would remove the dir
@@ -87,6 +95,59 @@ class BatchUploads:
             uploads = self._operations()
             list(self._pool().map(uploads.abort, abandoned))
         self.fs.delete_dir(directory)
+
+    def abort_unnamed(self) -> list[str]:
+        """Abort the uploads under the table's visible dirs that neither a manifest nor a plan of this query's
+        unfinished batches names, and return their keys: those of an earlier run's tasks killed mid-write (a
+        task writes its manifest after its last part), which :meth:`_abort_attempt` cannot see. Run before this
+        run's first write, while the background committer may still publish (never abort) the planned ones.
+
+        Only where no other query has a commit log on the table, since another writer's uploads in flight are
+        named by no plan of ours. Every writer makes its log dir before its first write, and the uploads are
+        listed before the log dirs: an upload listed was started after its writer's log dir was made, so that
+        writer is seen. Compaction writes in a hidden dir, so its log does not count. Where another writer
+        exists, unnamed uploads are left to the bucket's lifecycle rule (docs/object-stores.md)."""
+        self.fs.mkdirs(join(self.log.root, self.query_name))
+        operations = self._operations()
+        in_progress = operations.in_progress()
+        others = [query for query in self.log.queries() if query not in (self.query_name, COMPACTION_WRITER)]
+        if others:
+            log.info("%s: uploads of killed tasks are left to the bucket: %s also write here", self.query_name, others)
+            return []
+        planned = self._unfinished_files()
+        table = self.settings.path.rstrip("/")
+        key = table.split("://", 1)[1].partition("/")[2]
+        prefix = f"{key}/" if key else ""
+        unnamed = [
+            upload
+            for upload in in_progress
+            if upload["destinationKey"].startswith(prefix)
+            and not s3magic.hidden_key(upload["destinationKey"][len(prefix) :])
+            and f"{table}/{upload['destinationKey'][len(prefix) :]}" not in planned
+        ]
+        if unnamed:
+            log.warning(
+                "%s: aborting %d uploads under %s that an earlier run's killed tasks left (no manifest or plan names "
+                "them): %s",
+                self.query_name,
+                len(unnamed),
+                table,
+                ", ".join(upload["destinationKey"] for upload in unnamed[:5]) + (" ..." if len(unnamed) > 5 else ""),
+            )
+            list(self._pool().map(operations.abort, unnamed))
+        return [upload["destinationKey"] for upload in unnamed]
+
+    def _unfinished_files(self) -> set[str]:
+        """The final URIs of the files this query's batches not yet ``completed`` planned (an entry is completed
+        after every one of its uploads was, so none of a completed entry's is still in progress)."""
+        return {
+            planned.final
+            for batch, state in self.log.states(self.query_name).items()
+            if state is not State.COMPLETED
+            for entry in [self.log.get(self.query_name, batch)]
+            if entry is not None
+            for planned in entry.files
+        }
 
     def publish(self, entry: LogEntry, row_counts: dict[str, int], resumed: bool) -> None:
         """Step 3 (the log says ``inflight``): complete the planned uploads, count their rows. ``resumed``: the
