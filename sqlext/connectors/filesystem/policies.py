@@ -225,8 +225,13 @@ def file_statistics(files: Sequence[FileStatus], row_count: int | None) -> dict[
 
 
 def new_partition(hms_table: ttypes.Table, context: PartitionCommitContext) -> ttypes.Partition:
-    """An HMS partition with the table's storage descriptor at the partition's location."""
-    storage = copy.deepcopy(hms_table.sd)
+    """An HMS partition with the table's storage descriptor at the partition's location.
+
+    The descriptor is copied one level deep: its location is the partition's own, and its columns, SerDe and
+    the rest are the table's objects, shared by every partition built from it (nothing changes them in place;
+    a partition that follows a change of columns gets a list of its own). A deep copy per partition was a
+    2 s of a profiled 23 s registration of 10,000 partitions; the encoding sent is the same."""
+    storage = copy.copy(hms_table.sd)
     storage.location = context.path
     return ttypes.Partition(
         values=list(context.values),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
+from thrift.protocol import TBinaryProtocol
+from thrift.transport import TTransport
 
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
+from sqlext.connectors.filesystem.policies import PartitionCommitContext, new_partition
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.io.fs import FileSystem
 from sqlext.table import Column, TableDefinition, TableIdentifier
@@ -122,7 +126,7 @@ def test_batched_calls_go_over_several_connections_in_order_and_a_failed_chunk_s
         with pytest.raises(ttypes.MetaException):
             client.add_partitions("reg_db", "lanes", more)
     names = set(hms.get_partition_names("reg_db", "lanes"))
-    # The first chunk went before the others; the refused chunk added nothing.
+    # The first chunk was under way when the refused one failed; the refused chunk added nothing.
     assert {f"dt=2026-11-22/hr={h:03d}" for h in range(600, 600 + PARTITION_BATCH)} <= names
     assert not {f"dt=2026-11-22/hr={h:03d}" for h in range(600 + PARTITION_BATCH, 600 + 2 * PARTITION_BATCH)} & names
 
@@ -175,3 +179,52 @@ def test_a_lone_writer_lists_each_partition_once_and_with_another_writers_log_li
     _backfill(hms, busy, "busy", tmp_path / "state-busy")
     hour_zero = hms.get_partitions_by_names("reg_db", "busy", ["dt=2026-11-22/hr=00"])[0].parameters
     assert (hour_zero["numFiles"], hour_zero["numRows"]) == ("2", "15")
+
+
+def _encoded(partition: ttypes.Partition, protocol: type[TBinaryProtocol.TBinaryProtocol]) -> bytes:
+    buffer = TTransport.TMemoryBuffer()
+    partition.write(protocol(buffer))
+    return bytes(buffer.getvalue())
+
+
+def test_a_new_partition_is_sent_as_with_a_deep_copy_of_the_table_descriptor(
+    hms: MetastoreClient, tmp_path: Path
+) -> None:
+    hms.create_database("reg_db", if_not_exists=True)
+    table = _table("shallow", tmp_path / "shallow")
+    Catalog(hms).create_table(table)
+    hms_table = hms.get_table("reg_db", "shallow")
+    assert hms_table is not None
+    columns, table_location = copy.deepcopy(hms_table.sd.cols), hms_table.sd.location
+
+    def built(hour: str) -> ttypes.Partition:
+        path = f"{table.options['path']}/dt=2026-11-22/hr={hour}"
+        context = PartitionCommitContext(
+            table,
+            ["dt", "hr"],
+            ["2026-11-22", hour],
+            path,
+            f"dt=2026-11-22/hr={hour}",
+            [],
+            FileSystem(path),
+            hms,
+            hms_table,
+            row_count=0,
+        )
+        return new_partition(hms_table, context)
+
+    first, second = built("00"), built("01")
+    deep = copy.deepcopy(first)
+    deep.sd = copy.deepcopy(hms_table.sd)
+    deep.sd.location = first.sd.location
+    # Same bytes as a deep copy, in the pure-Python codec and in the C one the client uses.
+    for protocol in (TBinaryProtocol.TBinaryProtocol, TBinaryProtocol.TBinaryProtocolAccelerated):
+        assert _encoded(first, protocol) == _encoded(deep, protocol)
+    assert (first.sd.location, second.sd.location, hms_table.sd.location) == (
+        f"{table.options['path']}/dt=2026-11-22/hr=00",
+        f"{table.options['path']}/dt=2026-11-22/hr=01",
+        table_location,
+    )
+    # A partition following a change of columns gets a list of its own: the table and the others keep theirs.
+    first.sd.cols = [*columns, ttypes.FieldSchema("added", "string", None)]
+    assert (hms_table.sd.cols, second.sd.cols) == (columns, columns)
