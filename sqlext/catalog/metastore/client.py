@@ -318,7 +318,7 @@ class MetastoreClient:
         adds all of it, or, when one partition exists, none (one transaction), and only then is the batch
         sent again skipping those that exist, with the result. A result is every added partition in full,
         which the HMS writes and this client decodes (profiled: a sixth of a 2,000-partition backfill)
-        where the caller needs only which were added, and callers check which exist just before.
+        where the caller needs only which were added, and most partitions a commit adds are new.
         """
 
         def request(client: MetastoreClient, chunk: list[ttypes.Partition], if_not_exists: bool, result: bool) -> Any:

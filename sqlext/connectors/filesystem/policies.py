@@ -63,6 +63,8 @@ class PartitionCommitContext:
     batch: int | None = None
     #: When the partition's pending data was first written (epoch ms): the same when a replay commits it again.
     first_seen_ms: int | None = None
+    #: This process committed the partition before (late data): it is most likely in the HMS already.
+    committed_before: bool = False
 
     @property
     def spec(self) -> dict[str, str]:
@@ -97,22 +99,19 @@ class MetastorePolicy(PartitionCommitPolicy):
             raise RuntimeError("the metastore policy needs the HMS table")
         database, table = first.table.identifier.database, first.table.identifier.name
         names = [context.relative_path for context in contexts]
-        existing = {tuple(p.values): p for p in first.metastore.get_partitions_by_names(database, table, names)}
-        to_add, to_alter = [], []
-        for context in contexts:
-            stored = existing.get(tuple(context.values))
-            if stored is None:
-                to_add.append(new_partition(first.hms_table, context))
-            else:
-                stored.parameters = {**(stored.parameters or {}), **statistics(context)}
-                to_alter.append(stored)
+        # A partition this process has not committed is added first and asked for only when the add finds it
+        # there: most are new, and a call per 100 partitions less is a tenth of registering them. One it has
+        # committed (late data) is asked for first, as the add would find it there.
+        stored, missing = self._with_statistics([context for context in contexts if context.committed_before])
+        adding = [*missing, *(context for context in contexts if not context.committed_before)]
+        to_add = [new_partition(first.hms_table, context) for context in adding]
         added = {tuple(p.values) for p in first.metastore.add_partitions(database, table, to_add, need_result=True)}
-        # Added meanwhile by another query writing this table: alter them with our statistics instead.
-        raced = [p for p in to_add if tuple(p.values) not in added]
         for context in contexts:
             context.new_in_metastore = tuple(context.values) in added
-        first.metastore.alter_partitions(database, table, [*to_alter, *raced])
-        written = [*to_alter, *raced, *(p for p in to_add if tuple(p.values) in added)]
+        raced, _ = self._with_statistics([context for context in adding if not context.new_in_metastore])
+        to_alter = [*stored, *raced]
+        first.metastore.alter_partitions(database, table, to_alter)
+        written = [*to_alter, *(p for p in to_add if tuple(p.values) in added)]
         self._follow_schema_change(contexts, written)
         if _other_writers(first):
             self._settle(contexts, written)
@@ -121,9 +120,33 @@ class MetastorePolicy(PartitionCommitPolicy):
             database,
             table,
             len(added),
-            len(to_alter) + len(raced),
+            len(to_alter),
             ", ".join(names[:5]) + (" ..." if len(names) > 5 else ""),
         )
+
+    @staticmethod
+    def _with_statistics(
+        contexts: Sequence[PartitionCommitContext],
+    ) -> tuple[list[ttypes.Partition], list[PartitionCommitContext]]:
+        """The stored partitions of ``contexts``, their parameters kept and their statistics replaced by ours;
+        and the contexts whose partition the HMS does not have (one dropped since the add found it is left
+        so, as a ``DROP PARTITION`` just after this commit would leave it)."""
+        if not contexts:
+            return [], []
+        first = contexts[0]
+        assert first.metastore is not None
+        database, table = first.table.identifier.database, first.table.identifier.name
+        names = [context.relative_path for context in contexts]
+        stored = {tuple(p.values): p for p in first.metastore.get_partitions_by_names(database, table, names)}
+        altered, absent = [], []
+        for context in contexts:
+            partition = stored.get(tuple(context.values))
+            if partition is None:
+                absent.append(context)
+                continue
+            partition.parameters = {**(partition.parameters or {}), **statistics(context)}
+            altered.append(partition)
+        return altered, absent
 
     @staticmethod
     def _follow_schema_change(contexts: Sequence[PartitionCommitContext], written: Sequence[ttypes.Partition]) -> None:

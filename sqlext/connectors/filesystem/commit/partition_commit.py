@@ -309,6 +309,7 @@ class PartitionCommitter:
             query=self.query_name,
             batch=batch,
             first_seen_ms=partition.first_seen_ms,
+            committed_before=partition.path in self._committed_here,
         )
 
     def _may_be_cached(self, ready: list[PendingPartition], contexts: list[PartitionCommitContext]) -> bool:
