@@ -6,10 +6,12 @@
     offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``, and
 (p) the same insert read by sqlext's own source (confluent-kafka).
 
-    python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
+    python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--warmup-rows 3000] [--profile]
 
 The broker is the test broker (Apache Kafka, KRaft, one node; its jars fetched once, see tests/support/kafka.py).
-Variants run interleaved in a rotating order, in one Spark session, after a small warm-up of each;
+Variants run interleaved in a rotating order, in one Spark session, after a warm-up of each (``--warmup-rows``,
+default 3,000: it loads the classes but leaves the JIT cold, so the first full-size run of the Kafka path
+takes 20-45% more task CPU than the next; a warm-up of ``--rows`` rows takes that out of the medians);
 medians are reported, and per run each query's Spark stages with their task metrics (executor CPU and run
 time, GC: far steadier than wall time on a loaded machine; ``stages`` and ``task_cpu_ms`` in the results).
 ``--profile`` adds a cProfile of the driver during one sqlext run and a profile of the executors' per-record
@@ -226,6 +228,7 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=6)
     parser.add_argument("--files", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--warmup-rows", type=int, default=3_000)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
@@ -237,9 +240,9 @@ def main() -> None:
     try:
         print(f"producing {args.rows:,} events ...", flush=True)
         result["produce_s"] = timed(lambda: produce(broker, "events", args.rows, args.hours))
-        produce(broker, "warmup", 3_000, args.hours)
+        produce(broker, "warmup", args.warmup_rows, args.hours)
         write_json_files(home / "input", args.rows, args.hours, args.files)
-        write_json_files(home / "warmup-input", 3_000, args.hours, 1)
+        write_json_files(home / "warmup-input", args.warmup_rows, args.hours, 1)
         if args.profile:
             result["executor_read_alone"] = read_alone(broker.bootstrap, "events", args.rows)
             print(f"  read alone: {result['executor_read_alone']['rows_per_s']:,.0f} rows/s", flush=True)
