@@ -6,13 +6,16 @@
     offset) into an hourly table with ``partition-time`` commit, ``metastore,success-file``, and
 (p) the same insert read by sqlext's own source (confluent-kafka).
 
-    python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--profile]
+    python -m bench.kafka_throughput [--rows 150000] [--hours 6] [--repeats 2] [--warmup-rows 3000] [--profile]
 
 The broker is the test broker (Apache Kafka, KRaft, one node; its jars fetched once, see tests/support/kafka.py).
-Variants run interleaved in a rotating order, in one Spark session, after a small warm-up of each;
-medians are reported. ``--profile`` adds a cProfile of the driver during one sqlext run and a profile of
-the executors' per-record work (the offset-range read alone, no Spark). Writes
-bench/results/kafka_throughput.json.
+Variants run interleaved in a rotating order, in one Spark session, after a warm-up of each (``--warmup-rows``,
+default 3,000: it loads the classes but leaves the JIT cold, so the first full-size run of the Kafka path
+takes 20-45% more task CPU than the next; a warm-up of ``--rows`` rows takes that out of the medians);
+medians are reported, and per run each query's Spark stages with their task metrics (executor CPU and run
+time, GC: far steadier than wall time on a loaded machine; ``stages`` and ``task_cpu_ms`` in the results).
+``--profile`` adds a cProfile of the driver during one sqlext run and a profile of the executors' per-record
+work (the offset-range read alone, no Spark). Writes bench/results/kafka_throughput.json.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def write_json_files(directory: Path, rows: int, hours: int, files: int) -> None
         (directory / f"part-{index:05d}.json").write_bytes(b"\n".join(lines) + b"\n")
 
 
-def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
+def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> dict[str, Any]:
     """(a): Spark's file source and file sink, availableNow."""
     query = (
         spark.readStream.schema("id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP")
@@ -87,9 +90,10 @@ def spark_json_to_file_sink(spark: Any, input_dir: Path, work: Path) -> None:
         .start((work / "table").as_uri())
     )
     query.awaitTermination()
+    return query_record(spark, query)
 
 
-def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> list[dict[str, int]]:
+def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path) -> dict[str, Any]:
     """(k): Spark's Kafka source and file sink, availableNow; the value decoded with ``from_json``."""
     from pyspark.sql import functions as F
 
@@ -111,17 +115,47 @@ def spark_kafka_to_file_sink(spark: Any, bootstrap: str, topic: str, work: Path)
         .start((work / "table").as_uri())
     )
     query.awaitTermination()
-    return batch_durations(query)
+    return query_record(spark, query)
 
 
-def batch_durations(query: Any) -> list[dict[str, int]]:
-    """Per micro-batch of a finished query: its rows and Spark's own phase durations (ms)."""
-    return [{"rows": p["numInputRows"], **p["durationMs"]} for p in query.recentProgress]
+def query_record(spark: Any, query: Any) -> dict[str, Any]:
+    """What a finished query did: per micro-batch its rows and Spark's own phase durations (ms), and its Spark
+    stages' task metrics (:func:`stage_metrics`)."""
+    batches = [{"rows": p["numInputRows"], **p["durationMs"]} for p in query.recentProgress]
+    return {"batches": batches, "stages": stage_metrics(spark, str(query.runId))}
 
 
-def sqlext_kafka_insert(
-    spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str
-) -> list[dict[str, int]]:
+def stage_metrics(spark: Any, run_id: str) -> list[dict[str, Any]]:
+    """Task metrics summed per stage of the Spark jobs a streaming query ran (job group = its run id, which
+    ``foreachBatch``'s own writes inherit), from Spark's status store (kept with the UI off). CPU and run
+    times vary far less with the machine's load than wall times do. JVM threads only: the Python workers
+    of sqlext's own source are not in them."""
+    store = spark.sparkContext._jsc.sc().statusStore()
+    jobs = store.jobsList(None)
+    stages = []
+    for index in range(jobs.size()):
+        job = jobs.apply(index)
+        if not job.jobGroup().isDefined() or job.jobGroup().get() != run_id:
+            continue
+        ids = job.stageIds()
+        for position in range(ids.size()):
+            stage = store.lastStageAttempt(ids.apply(position))
+            stages.append(
+                {
+                    "job": job.jobId(),
+                    "stage": stage.stageId(),
+                    "tasks": stage.numTasks(),
+                    "run_ms": stage.executorRunTime(),
+                    "cpu_ms": round(stage.executorCpuTime() / 1e6),
+                    "gc_ms": stage.jvmGcTime(),
+                    "records_read": stage.inputRecords(),
+                    "bytes_written": stage.outputBytes(),
+                }
+            )
+    return sorted(stages, key=lambda stage: stage["stage"])
+
+
+def sqlext_kafka_insert(spark: Any, bootstrap: str, topic: str, work: Path, name: str, reader: str) -> dict[str, Any]:
     """(b), (p): a bounded kafka table read by a sqlext streaming insert into an hourly partition-time table,
     ``reader`` (``spark.sqlext.kafka.source``) reading it."""
     spark.conf.set("spark.sqlext.kafka.source", reader)
@@ -150,7 +184,7 @@ def sqlext_kafka_insert(
     running.wait()
     failure = running.query.exception()
     assert failure is None, f"{name} failed: {failure}"
-    return batch_durations(running.query)
+    return query_record(spark, running.query)
 
 
 def committed_rows(spark: Any, name: str) -> int:
@@ -194,6 +228,7 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=6)
     parser.add_argument("--files", type=int, default=6)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--warmup-rows", type=int, default=3_000)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
 
@@ -205,9 +240,9 @@ def main() -> None:
     try:
         print(f"producing {args.rows:,} events ...", flush=True)
         result["produce_s"] = timed(lambda: produce(broker, "events", args.rows, args.hours))
-        produce(broker, "warmup", 3_000, args.hours)
+        produce(broker, "warmup", args.warmup_rows, args.hours)
         write_json_files(home / "input", args.rows, args.hours, args.files)
-        write_json_files(home / "warmup-input", 3_000, args.hours, 1)
+        write_json_files(home / "warmup-input", args.warmup_rows, args.hours, 1)
         if args.profile:
             result["executor_read_alone"] = read_alone(broker.bootstrap, "events", args.rows)
             print(f"  read alone: {result['executor_read_alone']['rows_per_s']:,.0f} rows/s", flush=True)
@@ -243,13 +278,13 @@ def main() -> None:
             for action in variants("warmup", home / "warmup-input", "warmup").values():
                 action()
             seconds: dict[str, list[float]] = {name: [] for name in variants("", home, "")}
-            batches: dict[str, list[Any]] = {name: [] for name in seconds}
+            records: dict[str, list[Any]] = {name: [] for name in seconds}
             for repeat in range(args.repeats):
                 ordered = list(variants("events", home / "input", f"r{repeat}").items())
                 ordered = ordered[repeat % len(ordered) :] + ordered[: repeat % len(ordered)]
                 for name, action in ordered:
                     started = time.perf_counter()
-                    batches[name].append(action())
+                    records[name].append(action())
                     seconds[name].append(time.perf_counter() - started)
                     print(f"  {name} run {repeat + 1}: {seconds[name][-1]:.1f} s", flush=True)
             counts = [committed_rows(spark, f"{v}_r{r}") for r in range(args.repeats) for v in "bp"]
@@ -279,7 +314,18 @@ def main() -> None:
     }
     for name, ratio in ratios.items():
         print(f"{name} = {ratio:.2f}")
-    result.update({"seconds": seconds, "rows_per_s": rates, "ratios": ratios, "batches": batches})
+    cpu = {name: [sum(stage["cpu_ms"] for stage in run["stages"]) for run in runs] for name, runs in records.items()}
+    print_table(["variant", "task CPU ms per run", "median"], [[n, cpu[n], f"{median(cpu[n]):.0f}"] for n in cpu])
+    result.update(
+        {
+            "seconds": seconds,
+            "rows_per_s": rates,
+            "ratios": ratios,
+            "batches": {name: [run["batches"] for run in runs] for name, runs in records.items()},
+            "stages": {name: [run["stages"] for run in runs] for name, runs in records.items()},
+            "task_cpu_ms": cpu,
+        }
+    )
     print(f"written {write_result('kafka_throughput', result)}")
 
 

@@ -113,7 +113,8 @@ class KafkaTableFactory(ConnectorFactory):
             )
         if choice != "sqlext" and not reason:
             LOG.info("Kafka table %s is read by Spark's Kafka source (format 'kafka').", table.identifier)
-            raw = spark_source.read(context.spark, settings, context.streaming)
+            headers = any(column.metadata_key == "headers" for column in table.columns)
+            raw = spark_source.read(context.spark, settings, context.streaming, headers)
             self._spark_reads[settings.table] = (context.spark, settings)
         else:
             why = "chosen by " + SOURCE_CONF if choice == "sqlext" else reason

@@ -75,9 +75,9 @@ def refusal(spark: Any, settings: ReadSettings) -> str | None:
     return None
 
 
-def spark_options(settings: ReadSettings, starting: str | None = None) -> dict[str, str]:
+def spark_options(settings: ReadSettings, starting: str | None = None, headers: bool = True) -> dict[str, str]:
     """Spark's options for a read; ``starting`` is the ``startingOffsets`` JSON of the modes that need the
-    broker to resolve (see :func:`starting_offsets`)."""
+    broker to resolve (see :func:`starting_offsets`); ``headers``: whether the read needs the records' headers."""
     mapped = {f"kafka.{key}": value for key, value in settings.client.items() if key != "auto.offset.reset"}
     if settings.topics:
         mapped["subscribe"] = ",".join(settings.topics)
@@ -90,20 +90,26 @@ def spark_options(settings: ReadSettings, starting: str | None = None) -> dict[s
         mapped["startingOffsets"] = starting
     else:
         mapped["startingOffsets"] = "earliest" if settings.startup_mode == ko.EARLIEST else "latest"
-    mapped["includeHeaders"] = "true"
+    if headers:
+        mapped["includeHeaders"] = "true"
     return mapped
 
 
-def read(spark: Any, settings: ReadSettings, streaming: bool) -> DataFrame:
+def read(spark: Any, settings: ReadSettings, streaming: bool, headers: bool = True) -> DataFrame:
     """The raw records (the own source's :data:`~sqlext.connectors.kafka.source.RAW_SCHEMA`) from Spark's source,
-    after the probe (:class:`KafkaSourceError` naming broker and topics when they cannot be read)."""
+    after the probe (:class:`KafkaSourceError` naming broker and topics when they cannot be read).
+
+    ``headers``: whether the table reads the ``headers`` metadata; without it the column is NULL and Spark's
+    source does not build each record's header array (``includeHeaders``), which the projection would drop
+    again unread."""
     from pyspark.sql import functions as F
 
     with _Admin(spark, settings) as admin:
         found = admin.topic_partitions()
         starting = starting_offsets(settings, found, admin.committed(found))
     reader = spark.readStream if streaming else spark.read
-    frame = reader.format("kafka").options(**spark_options(settings, starting)).load()
+    frame = reader.format("kafka").options(**spark_options(settings, starting, headers)).load()
+    header_map = _headers_map(F.col("headers")) if headers else F.lit(None).cast("map<string,binary>")
     return frame.select(
         "key",
         "value",
@@ -112,7 +118,7 @@ def read(spark: Any, settings: ReadSettings, streaming: bool) -> DataFrame:
         "offset",
         F.unix_millis(F.col("timestamp")).alias("timestamp"),
         F.col("timestampType").alias("timestamp_type"),
-        _headers_map(F.col("headers")).alias("headers"),
+        header_map.alias("headers"),
         F.lit(None).cast("int").alias("leader_epoch"),
     )
 

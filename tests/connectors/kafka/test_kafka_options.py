@@ -149,6 +149,8 @@ def test_options_map_onto_sparks_kafka_source() -> None:
         "startingOffsets": "earliest",
         "includeHeaders": "true",
     }
+    # A table without a headers metadata column: Spark's source builds no header arrays.
+    assert "includeHeaders" not in spark_kafka_options(earliest, headers=False)
     pattern = {"topic": "<unset>", "topic-pattern": "ev.*", "scan.startup.mode": "timestamp"}
     by_time = read_settings(_table(**pattern, **{"scan.startup.timestamp-millis": "1700000000000"}))
     mapped = spark_kafka_options(by_time)
