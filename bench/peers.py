@@ -35,7 +35,12 @@ readable through the catalog (s: its ``_spark_metadata`` entry; q: the last of i
 the HMS, ``sqlext.commit-time``; i, p, h: the snapshot or commit holding it), median and max over all
 batches of all runs. A commit made inside the batch gives a freshness <= 0: the rows were readable when
 Spark ended the batch. Every run is checked: all rows (count and sum of ids) read back through its catalog.
-Writes bench/results/peers.json.
+Writes bench/results/peers.json (``--result NAME``: bench/results/NAME.json).
+
+Another Spark: run it with another venv's interpreter (the workers run under the same interpreter, so on its
+pyspark); e.g. Spark 4.1, for which Iceberg's runtimes are built: ``python3.11 -m venv .venv-spark41 &&
+.venv-spark41/bin/pip install pyspark==4.1.4 -e .``, then ``PYTHONPATH=$PWD .venv-spark41/bin/python -m
+bench.peers --variants s,q,i --result peers_spark41``. The pyspark version is in the results file.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+import pyspark
 
 from bench.common import metastore, print_table, scratch_dir, spark_session, write_events, write_result
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert, spark_file_sink
@@ -166,6 +172,10 @@ def _iceberg_settings(run: Run) -> dict[str, str]:
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "hive",
         f"{prefix}.uri": run.metastore_uri,
+        # Iceberg's default commit takes an HMS lock (lock, show_locks); the bench's HMS cannot serve one (its
+        # TxnHandler wants BoneCP, not on its classpath: NoClassDefFoundError, connection closed). Without
+        # the lock Iceberg commits by the HMS's conditional alter_table on the metadata location.
+        f"{prefix}.hadoop.iceberg.engine.hive.lock-enabled": "false",
     }
 
 
@@ -173,7 +183,7 @@ def _iceberg_prepare(spark: Any, run: Run) -> None:
     spark.sql(
         f"CREATE TABLE {ICEBERG_CATALOG}.{DATABASE}.{run.name} ({_TABLE_COLUMNS}) USING iceberg "
         f"PARTITIONED BY (dt, hr) LOCATION '{run.table_dir.as_uri()}' "
-        "TBLPROPERTIES ('write.format.default' = 'parquet')"
+        "TBLPROPERTIES ('write.format.default' = 'parquet', 'engine.hive.lock-enabled' = 'false')"
     )
 
 
@@ -587,13 +597,19 @@ def summary(runs: list[dict[str, Any]], rows: int, input_bytes: int, cores: int)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").splitlines()[0],
+        epilog="Workers run under this interpreter, hence on its pyspark: for another Spark, run it with another "
+        "venv's python (e.g. .venv-spark41/bin/python with pyspark 4.1.x, which Iceberg's runtimes are built for) "
+        "and --result peers_spark41.",
+    )
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--hours", type=int, default=8)
     parser.add_argument("--batches", type=int, default=8, help="input files, one per micro-batch")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--variants", default="s,q,i,p,h")
+    parser.add_argument("--result", default="peers", help="results file name: bench/results/RESULT.json")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -670,9 +686,10 @@ def main() -> None:
             if attempt["error"]:
                 print(f"    {attempt['coordinate']}: {attempt['error']}")
     path = write_result(
-        "peers",
+        args.result,
         {
-            "params": {k: v for k, v in vars(args).items() if k != "worker"},
+            "params": {k: v for k, v in vars(args).items() if k not in ("worker", "result")},
+            "pyspark": pyspark.__version__,
             "input_bytes": input_bytes,
             "load_average_start_end": loads,
             "runtimes": {key: vars(resolved) for key, resolved in runtimes.items()},
