@@ -49,6 +49,19 @@ def test_wrapper_creates_database_and_table_and_reads_them_back(hms: MetastoreCl
     assert hms.create_database("wrapper_db") is False
 
 
+def test_drop_database_is_answered_at_once_and_the_database_is_gone(
+    metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    """Hive 2.3's transaction handler runs on every DROP DATABASE; with its default pool (BoneCP, not in pyspark's
+    jars) it died, the server closed the connection, and a client retried until its deadline."""
+    with MetastoreClient(metastore.uri, RetryPolicy(deadline_s=5.0)) as client:
+        _create_demo_table(client, "dropped_db", tmp_path)
+        client.drop_database("dropped_db", cascade=True)
+        assert "dropped_db" not in client.get_all_databases()
+    logs = "".join(path.read_text(errors="replace") for path in (metastore.home / "logs").glob("metastore-*.log"))
+    assert "BoneCPConfig" not in logs
+
+
 def test_partitions_round_trip_through_batched_calls(hms: MetastoreClient, tmp_path: Path) -> None:
     _create_demo_table(hms, "parts_db", tmp_path)
     table = hms.get_table("parts_db", "events")

@@ -91,7 +91,13 @@ class Release:
 
 RELEASES: dict[HiveVersion, Release] = {
     HiveVersion.V2_3: Release(
-        HiveVersion.V2_3, "2.3.10", main_class="BoundHiveMetaStore", bound_source=_HERE / "BoundHiveMetaStore.java"
+        HiveVersion.V2_3,
+        "2.3.10",
+        main_class="BoundHiveMetaStore",
+        bound_source=_HERE / "BoundHiveMetaStore.java",
+        # Hive 2.3's default pool is BoneCP, which pyspark's jars lack (they have HikariCP): the transaction
+        # handler, which every drop and every lock call reaches, died on it and dropped the connection.
+        properties=(("datanucleus.connectionPoolingType", "HikariCP"),),
     ),
     HiveVersion.V3_1: Release(
         HiveVersion.V3_1,
