@@ -173,12 +173,6 @@ def _slim(commit: dict[str, Any]) -> dict[str, Any]:
     return {key: commit[key] for key in COMMIT_FIELDS if key in commit}
 
 
-def hidden_key(relative: str) -> bool:
-    """Whether a key below a table (``dt=1/part-0``) is in a dir or file readers skip (``_``/``.`` first, as
-    Spark and Hive skip them): sqlext's own files, compaction's work files."""
-    return any(part.startswith(("_", ".")) for part in relative.split("/"))
-
-
 def final_uri(table: str, commit: dict[str, Any]) -> str:
     """The ``s3a://`` URI an upload completes into."""
     scheme = table.split("://", 1)[0]

@@ -20,6 +20,12 @@ def is_data_file(name: str) -> bool:
     return not name.rsplit("/", 1)[-1].startswith(("_", "."))
 
 
+def readers_see(relative: str) -> bool:
+    """Whether a path below a table (``dt=1/part-0``) is one readers read: no dir or file on the way is one they
+    skip (sqlext's ``_sqlext/``, compaction's work files, hidden swap dirs)."""
+    return all(is_data_file(part) for part in relative.split("/"))
+
+
 #: Text formats whose files sqlext writes one row a line (csv escapes line breaks, json lines).
 LINE_FORMATS = ("csv", "json")
 #: Names of compressed text files, whose lines are not counted without decompressing them.

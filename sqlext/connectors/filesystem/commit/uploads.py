@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from sqlext.connectors.filesystem.commit.plan import BatchPlanner, StagedFile
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
-from sqlext.connectors.filesystem.files import count_rows
+from sqlext.connectors.filesystem.files import count_rows, readers_see
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.faults import fault_point
 from sqlext.io import s3magic
@@ -122,7 +122,7 @@ class BatchUploads:
             upload
             for upload in in_progress
             if upload["destinationKey"].startswith(prefix)
-            and not s3magic.hidden_key(upload["destinationKey"][len(prefix) :])
+            and readers_see(upload["destinationKey"][len(prefix) :])
             and f"{table}/{upload['destinationKey'][len(prefix) :]}" not in planned
         ]
         if unnamed:

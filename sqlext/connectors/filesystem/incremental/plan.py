@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit_log import CommitLog
-from sqlext.connectors.filesystem.files import data_files, is_data_file
+from sqlext.connectors.filesystem.files import data_files, readers_see
 from sqlext.connectors.filesystem.incremental.history import CommitHistory, Landing
 from sqlext.connectors.filesystem.incremental.window import KEY, Window, both_forms
 from sqlext.errors import ValidationError
@@ -129,7 +129,7 @@ class _Planner:
         """A log without a writer's batch answers nothing about a table that holds data (its log was deleted,
         or another program wrote the files); an empty table has nothing to read."""
         files = self.fs.list_files(self.path, recursive=True)
-        if any(all(is_data_file(part) for part in f.relative.split("/")) for f in files):
+        if any(readers_see(f.relative) for f in files):
             self._problems.append(
                 (
                     self.now_ms,
