@@ -3,15 +3,18 @@
 ``add_partitions_req`` of partitions built in memory, nothing read from the files, over the client's parallel
 connections and over one), on the same directory tree.
 
-    python -m bench.partition_registration [--partitions 2000] [--repeats 3]
+    python -m bench.partition_registration [--partitions 2000] [--repeats 3] [--variants sqlext,add_partitions_req]
+        [--result partition_registration]
 
-Prints a table and writes bench/results/partition_registration.json.
+Prints a table and writes bench/results/<result>.json. ``--variants`` runs some of the variants only (sqlext and
+the raw calls need no Spark: a quick comparison of the two).
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import shutil
 from datetime import date, timedelta
 from functools import partial
@@ -110,58 +113,67 @@ def register_raw_one_connection(client: MetastoreClient, table: TableDefinition,
         client.call("add_partitions_req", request)
 
 
+VARIANTS = ("sqlext", "add_partitions_req", "add_partitions_req_one_connection", "msck_repair", "one_call_each")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of " + ", ".join(VARIANTS))
+    parser.add_argument("--result", default="partition_registration", help="the results file's name")
     args = parser.parse_args()
+    kinds = [kind for kind in VARIANTS if kind in args.variants.split(",")]
     values = partition_values(args.partitions)
     home = scratch_dir()
     root = home / "tree"
     build_tree(root, values)
-    seconds: dict[str, list[float]] = {
-        "sqlext": [],
-        "add_partitions_req": [],
-        "add_partitions_req_one_connection": [],
-        "msck_repair": [],
-        "one_call_each": [],
-    }
+    seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
+    loads: list[float] = []
     with metastore(home) as hms:
-        spark = spark_session(hms.uri, home / "warehouse")
+        spark = spark_session(hms.uri, home / "warehouse") if "msck_repair" in kinds else None
         client = MetastoreClient(hms.uri)
         catalog = Catalog(client)
         client.create_database("bench")
-        spark.sql("SELECT 1").collect()
+        if spark is not None:
+            spark.sql("SELECT 1").collect()
         for repeat in range(args.repeats):
             tables = {kind: table_definition(f"{kind}_{repeat}", root) for kind in seconds}
             for table in tables.values():
                 catalog.create_table(table, if_not_exists=False)
-            state = home / f"state-{repeat}"
             actions: dict[str, Any] = {
-                "sqlext": partial(register_with_sqlext, tables["sqlext"], hms.uri, state, values),
-                "add_partitions_req": partial(register_raw_batches, client, tables["add_partitions_req"], values),
-                "add_partitions_req_one_connection": partial(
-                    register_raw_one_connection, client, tables["add_partitions_req_one_connection"], values
+                "sqlext": partial(
+                    register_with_sqlext, metastore_uri=hms.uri, state=home / f"state-{repeat}", values=values
                 ),
-                "msck_repair": partial(spark.sql, f"MSCK REPAIR TABLE bench.msck_repair_{repeat}"),
-                "one_call_each": partial(register_one_call_each, client, tables["one_call_each"], values),
+                "add_partitions_req": lambda table: register_raw_batches(client, table, values),
+                "add_partitions_req_one_connection": lambda table: register_raw_one_connection(client, table, values),
+                "msck_repair": lambda table: spark.sql(f"MSCK REPAIR TABLE bench.{table.identifier.name}"),
+                "one_call_each": lambda table: register_one_call_each(client, table, values),
             }
-            for kind, action in actions.items():
-                seconds[kind].append(timed(action))
+            for kind in kinds:
+                seconds[kind].append(timed(partial(actions[kind], tables[kind])))
+                loads.append(os.getloadavg()[0])
                 registered = len(client.get_partition_names("bench", tables[kind].identifier.name))
                 assert registered == args.partitions, f"{kind} registered {registered}"
-                print(f"  {kind} run {repeat + 1}: {seconds[kind][-1]:.2f} s", flush=True)
-        spark.stop()
+                print(f"  {kind} run {repeat + 1}: {seconds[kind][-1]:.2f} s (load {loads[-1]:.1f})", flush=True)
+        if spark is not None:
+            spark.stop()
         client.close()
     shutil.rmtree(home, ignore_errors=True)
     rates = {kind: args.partitions / median(s) for kind, s in seconds.items()}
     print_table(
         ["variant", "median s", "partitions/s"], [[k, f"{median(seconds[k]):.2f}", f"{rates[k]:.0f}"] for k in seconds]
     )
-    ratios = {f"sqlext_vs_{k}": rates["sqlext"] / rates[k] for k in seconds if k != "sqlext"}
+    ratios = {f"sqlext_vs_{k}": rates["sqlext"] / rates[k] for k in seconds if k != "sqlext" and "sqlext" in rates}
     print("  ".join(f"{k} = {v:.2f}" for k, v in ratios.items()))
-    result = {"params": vars(args), "seconds": seconds, "partitions_per_s": rates, "ratios": ratios}
-    print(f"written {write_result('partition_registration', result)}")
+    result = {
+        "params": vars(args),
+        "seconds": seconds,
+        "partitions_per_s": rates,
+        "ratios": ratios,
+        "load_average_after_each_run": loads,
+    }
+    print(f"written {write_result(args.result, result)}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ as done: the crash is then the one the overlap adds, of a batch Spark will not r
                        first partition swapped; on s3a://: the first upload completed)
 ``after-move``         every file moved (or published), the log still says ``inflight``
 ``after-log``          the log says ``completed``; partition commit not started
-``between-policies``   the first commit policy ran on the ready partitions, the next has not
+``between-policies``   the first commit policy ran on the ready partitions (the first chunk of them, when more
+                       than ``COMMIT_CHUNK`` are ready), the next has not
+``between-chunks``     more than ``COMMIT_CHUNK`` partitions ready: every policy committed the first chunk of
+                       them, the next chunk not yet (its files may be being read)
 ``after-policies``     every policy ran; the trigger state is not saved yet
 ``after-report``       the ``http-report`` policy reported the batch's ready partitions; the trigger state
                        is not saved yet
@@ -60,10 +63,20 @@ BACKGROUND_POINTS = (
 )
 #: Every point an overlapped commit's batch reaches, in the order it reaches them.
 OVERLAPPED_POINTS = (*COMMIT_POINTS[:2], *HANDOFF_POINTS, *COMMIT_POINTS[2:])
+#: Reached only by a commit of more partitions than a chunk (``partition_commit.COMMIT_CHUNK``): a backfill.
+CHUNK_POINTS = ("between-chunks",)
 #: Reached only by tables with that policy or option.
 REPORT_POINTS = ("after-report",)
 EXPIRATION_POINTS = ("after-expiry-drop",)
-POINTS = COMMIT_POINTS + OVERWRITE_POINTS + HANDOFF_POINTS + COMPACTION_POINTS + REPORT_POINTS + EXPIRATION_POINTS
+POINTS = (
+    COMMIT_POINTS
+    + OVERWRITE_POINTS
+    + HANDOFF_POINTS
+    + CHUNK_POINTS
+    + COMPACTION_POINTS
+    + REPORT_POINTS
+    + EXPIRATION_POINTS
+)
 EXIT_CODE = 86
 
 

@@ -8,8 +8,8 @@ of submitting and waiting in the driver (profiled) for steps of about a millisec
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -29,6 +29,41 @@ def map_in_chunks(pool: ThreadPoolExecutor, step: Callable[[T], R], items: Seque
     """``step`` on every item on an :func:`io_pool`, the results in the items' order. Up to ``IO_THREADS``
     items go one per task (as parallel as a task per item); more go in ``CHUNKS_PER_THREAD`` chunks per
     thread."""
+    chunks = pool.map(lambda chunk: [step(item) for item in chunk], _chunks(items))
+    return [result for chunk in chunks for result in chunk]
+
+
+def submit_in_chunks(pool: ThreadPoolExecutor, step: Callable[[T], R], items: Sequence[T]) -> InFlight[R]:
+    """:func:`map_in_chunks` started, not waited for: the caller does other work while the pool runs the steps,
+    then asks for the results (or cancels them)."""
+    return InFlight([pool.submit(lambda chunk: [step(item) for item in chunk], chunk) for chunk in _chunks(items)])
+
+
+class InFlight(Generic[R]):
+    """The results of :func:`submit_in_chunks`, in the items' order, once its steps ended."""
+
+    def __init__(self, futures: list[Future[list[R]]]) -> None:
+        self._futures = futures
+
+    def results(self) -> list[R]:
+        """The results; a failed step's error is raised once every step under way ended, the others not started
+        being cancelled."""
+        results: list[R] = []
+        for future in self._futures:
+            try:
+                results.extend(future.result())
+            except BaseException:
+                self.cancel()
+                raise
+        return results
+
+    def cancel(self) -> None:
+        """Cancel the steps not started, and wait for those under way to end (their results are dropped)."""
+        for future in self._futures:
+            future.cancel()
+        wait(self._futures)
+
+
+def _chunks(items: Sequence[T]) -> list[Sequence[T]]:
     size = max(1, -(-len(items) // (IO_THREADS * CHUNKS_PER_THREAD)))
-    chunks = [items[start : start + size] for start in range(0, len(items), size)]
-    return [result for chunk in pool.map(lambda chunk: [step(item) for item in chunk], chunks) for result in chunk]
+    return [items[start : start + size] for start in range(0, len(items), size)]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from sqlext.connectors.filesystem.commit import partition_commit
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, StagedFile
 from sqlext.connectors.filesystem.commit.trigger import PartitionTimeTrigger, ProcessTimeTrigger, TriggerState
@@ -22,7 +25,7 @@ from sqlext.connectors.filesystem.extractor import (
     PartitionTimeExtractor,
     create_extractor,
 )
-from sqlext.connectors.filesystem.policies import load_custom_policy
+from sqlext.connectors.filesystem.policies import PartitionCommitContext, PartitionCommitPolicy, load_custom_policy
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError, PartitionTimeError, PolicyError, ValidationError
 from sqlext.io.fs import FileSystem
@@ -279,3 +282,47 @@ def test_a_streaming_batch_never_passes_a_batch_inserts_log_entry_for_its_own_re
         committer.process(3, BatchInfo(None, 0), stage)
     assert committer.process(3, BatchInfo(None, 0), stage, final=True).batch == 3, "a batch insert's own replay"
     committer.close()
+
+
+class ChunkRecorder(PartitionCommitPolicy):
+    """Records the partitions of each ``commit_all`` call, and which thread made it."""
+
+    calls: list[tuple[list[str], str]] = []  # noqa: RUF012 - shared with the test on purpose
+
+    def commit_all(self, contexts: Sequence[PartitionCommitContext]) -> None:
+        ChunkRecorder.calls.append(([c.relative_path for c in contexts], threading.current_thread().name))
+
+
+def _recorded_commit(tmp_path: Path, hours: int) -> list[tuple[list[str], str]]:
+    """Commit ``hours`` empty partitions with the recording policy alone (no metastore)."""
+    policies = {
+        "sink.partition-commit.policy.kind": "custom",
+        "sink.partition-commit.policy.class": f"{__name__}.ChunkRecorder",
+    }
+    table = events_table("units", "chunks", tmp_path / "chunks", **policies)
+    names = [f"dt=2026-11-22/hr={hour:03d}" for hour in range(hours)]
+    for name in names:
+        (tmp_path / "chunks" / name).mkdir(parents=True, exist_ok=True)
+    ChunkRecorder.calls = []
+    committer = BatchCommitter(SinkSettings.from_table(table), "chunks", (tmp_path / f"state-{hours}").as_uri(), None)
+    try:
+        committer.trigger.add(((name, ["2026-11-22", name[-3:]]) for name in names), now_ms=0)
+        assert committer.end_of_input() == names
+    finally:
+        committer.close()
+    return ChunkRecorder.calls
+
+
+def test_many_ready_partitions_are_committed_in_growing_chunks_in_order_and_a_few_in_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(partition_commit, "COMMIT_CHUNK", 10)
+    monkeypatch.setattr(partition_commit, "COMMIT_CHUNK_MAX", 40)
+    calls = _recorded_commit(tmp_path, 150)
+    assert [len(paths) for paths, _ in calls] == [10, 20, 40, 40, 40]
+    assert [path for paths, _ in calls for path in paths] == [f"dt=2026-11-22/hr={h:03d}" for h in range(150)]
+    assert {thread for _, thread in calls} == {threading.current_thread().name}, "policies ran off the caller"
+
+    # One chunk: read and committed as before, nothing submitted to be waited for later.
+    monkeypatch.setattr(partition_commit, "submit_in_chunks", None)
+    assert [len(paths) for paths, _ in _recorded_commit(tmp_path, 10)] == [10]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from thrift.transport import TTransport
 
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient
+from sqlext.connectors.filesystem.commit import partition_commit
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
 from sqlext.connectors.filesystem.policies import PartitionCommitContext, new_partition
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -24,13 +26,13 @@ from sqlext.table import Column, TableDefinition, TableIdentifier
 pytestmark = pytest.mark.hms
 
 
-def _table(name: str, root: Path) -> TableDefinition:
+def _table(name: str, root: Path, policies: str = "metastore") -> TableDefinition:
     columns = (Column("id", "BIGINT"), Column("dt", "STRING"), Column("hr", "STRING"))
     options = {
         "connector": "filesystem",
         "path": root.as_uri(),
         "format": "parquet",
-        "sink.partition-commit.policy.kind": "metastore",
+        "sink.partition-commit.policy.kind": policies,
     }
     return TableDefinition(TableIdentifier("reg_db", name), columns, options, partition_keys=("dt", "hr"))
 
@@ -228,3 +230,178 @@ def test_a_new_partition_is_sent_as_with_a_deep_copy_of_the_table_descriptor(
     # A partition following a change of columns gets a list of its own: the table and the others keep theirs.
     first.sd.cols = [*columns, ttypes.FieldSchema("added", "string", None)]
     assert (hms_table.sd.cols, second.sd.cols) == (columns, columns)
+
+
+# -- the commit in chunks: the next chunk's files read while the metastore commits one -------------------------
+
+CHUNK = 10
+
+
+def _chunks_of(size: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commit in chunks of ``size`` partitions (none growing)."""
+    monkeypatch.setattr(partition_commit, "COMMIT_CHUNK", size)
+    monkeypatch.setattr(partition_commit, "COMMIT_CHUNK_MAX", size)
+
+
+def _hour(uri: str) -> int | None:
+    """The hour of a partition directory being listed (None for anything else)."""
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
+    return int(name.removeprefix("hr=")) if name.startswith("hr=") else None
+
+
+def _chunked_committer(hms: MetastoreClient, root: Path, name: str, state: Path, policies: str) -> BatchCommitter:
+    """A backfill committer of every hour under ``root``, not yet committing."""
+    table = _table(name, root, policies)
+    Catalog(hms).create_table(table)
+    committer = BatchCommitter(SinkSettings.from_table(table), "backfill", state.as_uri(), hms.uri)
+    names = [p.relative_to(root).as_posix() for p in sorted(root.glob("dt=*/hr=*"))]
+    committer.trigger.add(((n, n.replace("dt=", "").split("/hr=")) for n in names), now_ms=0)
+    return committer
+
+
+def _stored_hours(hms: MetastoreClient, table: str) -> list[int]:
+    return sorted(int(name.rsplit("hr=", 1)[1]) for name in hms.get_partition_names("reg_db", table))
+
+
+def _assert_every_hour_stored_once_with_its_statistics(hms: MetastoreClient, table: str, hours: int) -> None:
+    names = [f"dt=2026-11-22/hr={h:02d}" for h in range(hours)]
+    assert sorted(hms.get_partition_names("reg_db", table)) == names
+    stored = hms.get_partitions_by_names("reg_db", table, names)
+    assert len(stored) == hours
+    for partition in stored:
+        assert (partition.parameters["numFiles"], partition.parameters["numRows"]) == ("1", "10"), partition.values
+
+
+def test_the_next_chunks_files_are_read_while_the_metastore_commits_a_chunk(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunk 0's ``add_partitions_req`` is held until chunk 1's files are being listed, and chunk 1's listings are
+    held until the metastore answered chunk 0's add: both can go on only if they overlap (reading everything first,
+    or reading a chunk only after committing the one before, waits out both timeouts and fails)."""
+    hms.create_database("reg_db", if_not_exists=True)
+    _chunks_of(CHUNK, monkeypatch)
+    _write_hours(tmp_path / "overlap", 3 * CHUNK)
+    committer = _chunked_committer(hms, tmp_path / "overlap", "overlap", tmp_path / "state", "metastore")
+    chunk_one_listed, chunk_zero_added = threading.Event(), threading.Event()
+    events: list[str] = []
+    held_at_chunk_zero: list[int] = []
+    list_files, call = FileSystem.list_files, MetastoreClient.call
+
+    def listing(self: FileSystem, uri: str, recursive: bool = True) -> list[Any]:
+        hour = _hour(uri)
+        if hour is not None and CHUNK <= hour < 2 * CHUNK:
+            events.append(f"list {hour}")
+            chunk_one_listed.set()
+            assert chunk_zero_added.wait(30), "chunk 1 was read only after chunk 0 was committed"
+        return list_files(self, uri, recursive)
+
+    def calling(self: MetastoreClient, name: str, *args: Any) -> Any:
+        if name != "add_partitions_req" or args[0].parts[0].values[1] != "00":
+            return call(self, name, *args)
+        assert chunk_one_listed.wait(30), "chunk 0 was committed before chunk 1's files were read"
+        result = call(self, name, *args)
+        events.append("chunk 0 added")
+        held_at_chunk_zero.extend(_stored_hours(hms, "overlap"))
+        chunk_zero_added.set()
+        return result
+
+    monkeypatch.setattr(FileSystem, "list_files", listing)
+    monkeypatch.setattr(MetastoreClient, "call", calling)
+    try:
+        committed = committer.end_of_input()
+    finally:
+        committer.close()
+    monkeypatch.undo()
+    assert len(committed) == 3 * CHUNK
+    assert held_at_chunk_zero == list(range(CHUNK)), "the metastore held more than chunk 0 at its answer"
+    assert events.index("chunk 0 added") > 0 and events[0].startswith("list"), events
+    assert sorted(int(e.split()[1]) for e in events if e.startswith("list")) == list(range(CHUNK, 2 * CHUNK))
+    _assert_every_hour_stored_once_with_its_statistics(hms, "overlap", 3 * CHUNK)
+
+
+def test_a_metastore_error_in_a_chunk_stops_the_commit_there_after_the_next_chunks_reads_end(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The metastore refuses chunk 1's add (once) while chunk 2's files are being read: the error is raised once
+    those reads ended, chunk 0 alone is committed (in the metastore and by its success files), and calling again
+    commits every partition once with its statistics."""
+    hms.create_database("reg_db", if_not_exists=True)
+    _chunks_of(CHUNK, monkeypatch)
+    root = tmp_path / "refused"
+    _write_hours(root, 3 * CHUNK)
+    committer = _chunked_committer(hms, root, "refused", tmp_path / "state", "metastore,success-file")
+    chunk_two_read, refused = threading.Event(), threading.Event()
+    started: list[int] = []
+    ended: list[int] = []
+    list_files, call = FileSystem.list_files, MetastoreClient.call
+
+    def listing(self: FileSystem, uri: str, recursive: bool = True) -> list[Any]:
+        hour = _hour(uri)
+        if hour is None or hour < 2 * CHUNK:
+            return list_files(self, uri, recursive)
+        started.append(hour)
+        chunk_two_read.set()
+        assert refused.wait(30), "chunk 1's add never failed"
+        found = list_files(self, uri, recursive)
+        ended.append(hour)
+        return found
+
+    def calling(self: MetastoreClient, name: str, *args: Any) -> Any:
+        if name == "add_partitions_req" and args[0].parts[0].values[1] == f"{CHUNK:02d}" and not refused.is_set():
+            assert chunk_two_read.wait(30), "chunk 2's files were not read while chunk 1 was committed"
+            refused.set()
+            raise ttypes.MetaException("refused by the test")
+        return call(self, name, *args)
+
+    monkeypatch.setattr(FileSystem, "list_files", listing)
+    monkeypatch.setattr(MetastoreClient, "call", calling)
+    with pytest.raises(ttypes.MetaException, match="refused by the test"):
+        committer.end_of_input()
+    assert started and sorted(ended) == sorted(started), f"reads left running: {started} started, {ended} ended"
+    assert _stored_hours(hms, "refused") == list(range(CHUNK))
+    success = sorted(int(p.parent.name.removeprefix("hr=")) for p in root.glob("dt=*/hr=*/_SUCCESS"))
+    assert success == list(range(CHUNK)), "a chunk after the refused one was committed"
+    assert len(committer.trigger.all_pending()) == 3 * CHUNK
+
+    try:
+        assert len(committer.end_of_input()) == 3 * CHUNK
+    finally:
+        committer.close()
+    monkeypatch.undo()
+    _assert_every_hour_stored_once_with_its_statistics(hms, "refused", 3 * CHUNK)
+    assert len(list(root.glob("dt=*/hr=*/_SUCCESS"))) == 3 * CHUNK
+
+
+class SimulatedCrash(BaseException):
+    """What the fault point raises here instead of ending the process (the state on disk is what a kill leaves)."""
+
+
+def test_a_crash_between_chunks_then_a_rerun_commits_every_partition_once(
+    hms: MetastoreClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hms.create_database("reg_db", if_not_exists=True)
+    _chunks_of(CHUNK, monkeypatch)
+    root = tmp_path / "crashed"
+    _write_hours(root, 3 * CHUNK)
+
+    def crash(name: str, batch: int | None = None) -> None:
+        if name == "between-chunks":
+            raise SimulatedCrash(name)
+
+    crashed = _chunked_committer(hms, root, "crashed", tmp_path / "state", "metastore,success-file")
+    with monkeypatch.context() as patched:
+        patched.setattr(partition_commit, "fault_point", crash)
+        with pytest.raises(SimulatedCrash):
+            crashed.end_of_input()
+    crashed.close()
+    assert _stored_hours(hms, "crashed") == list(range(CHUNK)), "the crash fell after chunk 0 only"
+
+    restarted = BatchCommitter(crashed.settings, "backfill", (tmp_path / "state").as_uri(), hms.uri)
+    names = [p.relative_to(root).as_posix() for p in sorted(root.glob("dt=*/hr=*"))]
+    restarted.trigger.add(((n, n.replace("dt=", "").split("/hr=")) for n in names), now_ms=0)
+    try:
+        assert len(restarted.end_of_input()) == 3 * CHUNK
+    finally:
+        restarted.close()
+    _assert_every_hour_stored_once_with_its_statistics(hms, "crashed", 3 * CHUNK)
+    assert len(list(root.glob("dt=*/hr=*/_SUCCESS"))) == 3 * CHUNK

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlext import listeners
-from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient, RetryPolicy
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import (
@@ -34,12 +34,18 @@ from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError, MetastoreUnavailableError
 from sqlext.faults import fault_point
 from sqlext.io.fs import FileSystem, join
-from sqlext.io.pool import map_in_chunks
+from sqlext.io.pool import map_in_chunks, submit_in_chunks
 
 log = logging.getLogger("sqlext.commit")
 
 #: How long one partition commit waits for an unreachable metastore before deferring.
 METASTORE_WAIT_S = 10.0
+#: Ready partitions the policies commit at a time (the first chunk: one batched metastore call on each of the
+#: client's connections); the next chunk's directories are listed and its footers read while the policies commit
+#: this one. Each chunk is twice the one before, up to ``COMMIT_CHUNK_MAX``: the metastore waits for the first
+#: chunk's reads only, and a chunk's end (its slowest call, the policies' own calls after it) comes less often.
+COMMIT_CHUNK = PARTITION_BATCH * PARALLEL_CALLS
+COMMIT_CHUNK_MAX = 8 * COMMIT_CHUNK
 
 
 def trigger_state_uri(checkpoint: str) -> str:
@@ -250,17 +256,55 @@ class PartitionCommitter:
             if self._schema_watch is not None:
                 self._schema_watch.observe(hms_table)
         compactions = self._compact(ready)
-        # Listings and footer reads in parallel (the committer's I/O pool): on a 2,000-partition backfill
-        # they took as long as the metastore's calls one after another.
-        contexts = map_in_chunks(self._pool(), lambda partition: self._context(partition, hms_table, batch), ready)
-        for index, policy in enumerate(self.policies):
-            if index:
-                fault_point("between-policies", batch)
-            policy.commit_all(contexts)
+        contexts = self._commit_in_chunks(ready, hms_table, batch)
         if self.spark is not None and hms_table is not None and self._may_be_cached(ready, contexts):
             self._refresh_spark_cache()
         self._committed_here.update(partition.path for partition in ready)
         return compactions
+
+    def _commit_in_chunks(
+        self, ready: list[PendingPartition], hms_table: Any, batch: int | None
+    ) -> list[PartitionCommitContext]:
+        """Run the policies, in order, on each chunk of the ready partitions in turn (``COMMIT_CHUNK``); return
+        every partition's context.
+
+        A partition's context lists its directory and reads its files' footers (on the committer's I/O pool: on a
+        2,000-partition backfill they took as long as the metastore's calls one after another). The next chunk's
+        are read while the policies commit this one, so the reads and the metastore's calls overlap. A failure
+        (of a policy, or of a read) is raised once the reads under way ended, and no chunk after the one that
+        failed is committed; what was committed before it is committed again, idempotently, by the retry."""
+        chunks = _chunks(ready)
+        pool = self._pool()
+
+        def context(partition: PendingPartition) -> PartitionCommitContext:
+            return self._context(partition, hms_table, batch)
+
+        if len(chunks) < 2:  # a few partitions (streaming): read and commit, nothing left in flight
+            contexts = map_in_chunks(pool, context, ready)
+            self._commit_chunk(contexts, batch)
+            return contexts
+        committed: list[PartitionCommitContext] = []
+        reading = submit_in_chunks(pool, context, chunks[0])
+        for index in range(len(chunks)):
+            contexts = reading.results()
+            if index + 1 < len(chunks):
+                reading = submit_in_chunks(pool, context, chunks[index + 1])
+            try:
+                if index:
+                    fault_point("between-chunks", batch)
+                self._commit_chunk(contexts, batch)
+            except BaseException:
+                reading.cancel()  # the next chunk's reads (after the last chunk: ended already)
+                raise
+            committed.extend(contexts)
+        return committed
+
+    def _commit_chunk(self, contexts: list[PartitionCommitContext], batch: int | None) -> None:
+        """Every policy, in the configured order, on one chunk of the ready partitions."""
+        for index, policy in enumerate(self.policies):
+            if index:
+                fault_point("between-policies", batch)
+            policy.commit_all(contexts)
 
     def _compact(self, ready: list[PendingPartition]) -> int:
         """Finish compactions a crash interrupted (so no partition is left pointing at a compaction's
@@ -338,3 +382,12 @@ class PartitionCommitter:
         """Close the metastore client."""
         if self.metastore is not None:
             self.metastore.close()
+
+
+def _chunks(ready: list[PendingPartition]) -> list[list[PendingPartition]]:
+    """The ready partitions in chunks of ``COMMIT_CHUNK``, each twice the one before up to ``COMMIT_CHUNK_MAX``."""
+    chunks, start, size = [], 0, COMMIT_CHUNK
+    while start < len(ready):
+        chunks.append(ready[start : start + size])
+        start, size = start + size, min(2 * size, max(COMMIT_CHUNK, COMMIT_CHUNK_MAX))
+    return chunks
