@@ -217,3 +217,26 @@ def test_metastore_hadoop_keys_come_from_the_sqlext_conf() -> None:
         )
     )
     assert settings.hadoop == (("fs.viewfs.mounttable.c.link./x", "file:///d"),)
+
+
+def test_a_derby_metastore_gets_ids_in_blocks_of_1000_and_a_postgresql_one_keeps_its_own(tmp_path: Path) -> None:
+    derby = MetastoreSettings(port=free_port(), home=tmp_path / "derby")
+    launcher._command(derby, "java")
+    assert launcher._read_properties(derby.conf_dir / "hive-site.xml")["datanucleus.mapping"] == "sqlext"
+    mapping = (derby.conf_dir / "package-sqlext.orm").read_text()
+    for table, column in (("PARTITIONS", "PART_ID"), ("SDS", "SD_ID"), ("SERDES", "SERDE_ID")):
+        assert f'table="{table}">\n      <datastore-identity>\n        <column name="{column}"/>' in mapping
+    assert mapping.count('key="key-cache-size" value="1000"') == 3
+
+    driver = tmp_path / "postgresql.jar"
+    driver.write_bytes(b"")
+    postgres = MetastoreSettings(
+        port=free_port(),
+        home=tmp_path / "postgres",
+        backend=launcher.Backend.POSTGRES,
+        jdbc_url="jdbc:postgresql://localhost/hive",
+        jdbc_driver_jar=driver,
+    )
+    launcher._command(postgres, "java")
+    assert "datanucleus.mapping" not in launcher._read_properties(postgres.conf_dir / "hive-site.xml")
+    assert not (postgres.conf_dir / "package-sqlext.orm").exists()

@@ -10,6 +10,7 @@ needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. 
 home directory:
 
 - ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
+- ``conf/package-sqlext.orm``  Hive 2.3 on Derby: DataNucleus mapping overrides (``versions.Release.derby_mapping``);
 - ``conf/core-site.xml``  the Hadoop settings the metastore resolves table locations with (it checks and
   creates them): those of ``$HADOOP_CONF_DIR/core-site.xml`` (or ``hadoop_conf_dir``), overlaid with
   ``hadoop`` (``spark.sqlext.metastore.hadoop.<key>`` keys, ``--hadoop-conf KEY=VALUE``), e.g. a
@@ -273,7 +274,7 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     release = versions.release(settings.version)
     jars_dir = release.jars_dir()
     settings.home.mkdir(parents=True, exist_ok=True)
-    _write_hive_site(settings, release.host_properties(settings.host))
+    _write_hive_site(settings, release.host_properties(settings.host) + _mapping(settings, release))
     jdbc_url, _, driver_jar = settings.connection()
     classpath = [str(settings.conf_dir.resolve())]
     hadoop_dir = _hadoop_conf_dir(settings)
@@ -306,6 +307,17 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         "-p",
         str(settings.port),
     ]
+
+
+def _mapping(settings: MetastoreSettings, release: versions.Release) -> tuple[tuple[str, str], ...]:
+    """Put the release's DataNucleus mapping overrides (Derby backend) in the conf dir, which is first on the
+    metastore's class path; return the setting that names them."""
+    if release.derby_mapping is None or settings.backend is not Backend.DERBY:
+        return ()
+    settings.conf_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(release.derby_mapping, settings.conf_dir / release.derby_mapping.name)
+    name = release.derby_mapping.stem.removeprefix("package-")
+    return (("datanucleus.mapping", name),)
 
 
 def _write_hive_site(settings: MetastoreSettings, extra: tuple[tuple[str, str], ...] = ()) -> None:
