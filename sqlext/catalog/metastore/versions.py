@@ -101,7 +101,7 @@ RELEASES: dict[HiveVersion, Release] = {
         # Hive 2.3's default pool is BoneCP, which pyspark's jars lack (they have HikariCP): the transaction
         # handler, which every drop and every lock call reaches, died on it and dropped the connection.
         properties=(("datanucleus.connectionPoolingType", "HikariCP"),),
-        # Ids of new partitions in blocks of 1,000, not 5 (see the file): 1.1-1.2x partitions/s registered under load.
+        # Ids of new partitions in blocks of 1,000, not 5 (see the file; bench/README.md, "pipelined" registration).
         derby_mapping=_HERE / "package-sqlext.orm",
     ),
     HiveVersion.V3_1: Release(
