@@ -292,13 +292,13 @@ def test_the_next_chunks_files_are_read_while_the_metastore_commits_a_chunk(
         if hour is not None and CHUNK <= hour < 2 * CHUNK:
             events.append(f"list {hour}")
             chunk_one_listed.set()
-            assert chunk_zero_added.wait(30), "chunk 1 was read only after chunk 0 was committed"
+            assert chunk_zero_added.wait(30), "chunk 0 was not committed while chunk 1 was being read"
         return list_files(self, uri, recursive)
 
     def calling(self: MetastoreClient, name: str, *args: Any) -> Any:
         if name != "add_partitions_req" or args[0].parts[0].values[1] != "00":
             return call(self, name, *args)
-        assert chunk_one_listed.wait(30), "chunk 0 was committed before chunk 1's files were read"
+        assert chunk_one_listed.wait(30), "chunk 1 was not being read while chunk 0 was committed"
         result = call(self, name, *args)
         events.append("chunk 0 added")
         held_at_chunk_zero.extend(_stored_hours(hms, "overlap"))
