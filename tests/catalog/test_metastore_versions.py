@@ -1,5 +1,6 @@
 """`sqlext metastore start|status|stop --version 3.1|4`: a standalone Hive metastore of that version, fetched
-from Maven Central, on loopback, with its Derby schema created on first start, serving sqlext's client."""
+from Maven Central, on loopback, with its Derby schema (Hive's transaction tables included) created on first start,
+serving sqlext's client."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.errors import MetastoreError
 from sqlext.table import Column, TableDefinition, TableIdentifier
+from tests.support.hms_locks import assert_locks_are_served
 from tests.support.sockets import listeners_on, listening
 from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
@@ -61,6 +63,7 @@ def test_start_serves_the_client_on_loopback_and_stop_leaves_nothing_listening(
             table = client.get_table("versioned", "t")
             assert table is not None and table.tableType == "EXTERNAL_TABLE"
             assert [c.name for c in table.partitionKeys] == ["p"]
+            assert_locks_are_served(client, "versioned", "t")  # Hive's transaction tables were created
     finally:
         stopped = _sqlext("metastore", "stop", *flags)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
