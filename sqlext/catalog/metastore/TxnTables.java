@@ -58,6 +58,7 @@ public class TxnTables {
     }
     Map<String, String> conf = properties(Path.of(args[0]));
     String url = required(conf, "javax.jdo.option.ConnectionURL");
+    int status = 0;
     try {
       Map<String, List<String>> groups = groups(Files.readString(Path.of(args[1]), StandardCharsets.UTF_8));
       Class.forName(required(conf, "javax.jdo.option.ConnectionDriverName"));
@@ -66,10 +67,11 @@ public class TxnTables {
       }
     } catch (Failure failure) {
       System.err.println(failure.getMessage());
-      System.exit(2);
+      status = 2;
     } finally {
       shutDownDerby(url);
     }
+    System.exit(status);
   }
 
   /** Creates the groups whose table is missing, in one transaction; returns the tables created. */
