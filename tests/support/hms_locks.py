@@ -39,8 +39,8 @@ def locks_on(client: MetastoreClient, database: str) -> list[tuple[int, str, str
 
 
 def assert_locks_are_served(client: MetastoreClient, database: str, table: str) -> None:
-    """A shared read lock is granted and listed, a conflicting exclusive one waits until it is released, an
-    unlocked table lists no lock, and a lock taken in a transaction goes with its commit."""
+    """A shared read lock is granted, listed and heartbeaten, a conflicting exclusive one waits until it is
+    released, an unlocked table lists no lock, and a lock taken in a transaction goes with its commit."""
     read = table_lock(client, database, table, ttypes.LockType.SHARED_READ)
     assert ttypes.LockState._VALUES_TO_NAMES[read.state] == "ACQUIRED"
     assert locks_on(client, database) == [(read.lockid, table, "SHARED_READ", "ACQUIRED")]
@@ -53,6 +53,10 @@ def assert_locks_are_served(client: MetastoreClient, database: str, table: str) 
         (read.lockid, table, "SHARED_READ", "ACQUIRED"),
         (exclusive.lockid, table, "EXCLUSIVE", "WAITING"),
     ]
+
+    before = _last_heartbeat(client, database, read.lockid)
+    client.call("heartbeat", ttypes.HeartbeatRequest(lockid=read.lockid))  # Iceberg's lock holder does so
+    assert _last_heartbeat(client, database, read.lockid) > before
 
     client.call("unlock", ttypes.UnlockRequest(lockid=read.lockid))
     checked = client.call("check_lock", ttypes.CheckLockRequest(lockid=exclusive.lockid))
@@ -69,6 +73,12 @@ def assert_locks_are_served(client: MetastoreClient, database: str, table: str) 
     client.call("commit_txn", ttypes.CommitTxnRequest(txnid=txnid))
     assert txnid not in _open_txns(client)
     assert locks_on(client, database) == []
+
+
+def _last_heartbeat(client: MetastoreClient, database: str, lockid: int) -> int:
+    response = client.call("show_locks", ttypes.ShowLocksRequest(dbname=database))
+    (element,) = [element for element in response.locks if element.lockid == lockid]
+    return int(element.lastheartbeat)
 
 
 def _open_txns(client: MetastoreClient) -> set[int]:
