@@ -5,11 +5,12 @@ The lock and transaction calls of the metastore's Thrift API (``lock``, ``check_
 ``lock`` on every commit) read and write tables (``TXNS``, ``HIVE_LOCKS``, ``NEXT_LOCK_ID``,
 ``COMPACTION_QUEUE``, ...) that Hive's ``schematool`` scripts create and that no class of Hive's object model
 maps, so DataNucleus's ``datanucleus.schema.autoCreateAll`` never creates them. Without them each of those calls
-fails with "Table/View 'HIVE_LOCKS' does not exist".
+fails (``lock`` answers "Internal error processing lock"; the metastore logs "Table/View 'NEXT_LOCK_ID' does not
+exist").
 
-Before the metastore's JVM starts, :func:`ensure` runs ``TxnTables.java`` (plain JDBC, on the backend's
-driver and the connection of the home's ``hive-site.xml``) over the release's DDL, ``txn/hive-<version>.<backend>
-.sql`` beside this module (written from Hive's own schema scripts; each file names the one it follows). It
+Before the metastore's JVM starts, :func:`ensure` runs ``TxnTables.java`` (plain JDBC, on the backend's driver and
+the connection of the home's ``hive-site.xml``) over the release's DDL, ``txn/hive-<version>.<backend>.sql``
+beside this module (written from Hive's own schema scripts; each file names the one it follows). It
 creates, in one database transaction, each table the database lacks, with its indexes and first rows: a new
 home gets all of them, a home made before sqlext created them gets them at its next start, a home that has
 them is left as it is, and a failed statement rolls back every table of that run and fails the start with
