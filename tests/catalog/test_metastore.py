@@ -128,8 +128,12 @@ def test_a_home_made_without_the_transaction_tables_gets_them_at_its_next_start(
     finally:
         launcher.stop(settings)
     assert "Created Hive's transaction tables TXNS, TXN_COMPONENTS," in caplog.text
-    # A database that has them is left as it is.
+    marker = settings.home / "metastore_db" / launcher.TXN_TABLES_MARKER
+    assert marker.read_text().strip() == "2.3"  # later starts skip the check
+    # A database that has them is left as it is (the check itself, without the marker).
+    marker.unlink()
     assert launcher._create_txn_tables(settings, launcher.find_java()) == ()
+    assert marker.is_file()
 
 
 def test_a_failed_transaction_table_leaves_none_created_and_names_the_table(tmp_path: Path) -> None:

@@ -52,6 +52,8 @@ MAIN_CLASS = bound.MAIN_CLASS
 HIVE_MAIN_CLASS = versions.HIVE_MAIN_CLASS
 DEFAULT_PORT = 9083
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
+#: The file in a Derby database's dir saying that its transaction tables were created (for which Hive version).
+TXN_TABLES_MARKER = "sqlext-txn-tables"
 
 log = logging.getLogger(__name__)
 
@@ -316,15 +318,23 @@ def _create_txn_tables(settings: MetastoreSettings, java: str) -> tuple[str, ...
     """Create Hive's transaction tables the database lacks, through the ``hive-site.xml`` just written (the lock and
     transaction calls need them; DataNucleus does not create them); return those created."""
     release = versions.release(settings.version)
+    # A Derby database that got them says so in a file of its own dir, which goes with it: the check is a JVM
+    # run (about 1 s) that a start need not repeat. A PostgreSQL database is checked at every start.
+    marker = settings.home / "metastore_db" / TXN_TABLES_MARKER if settings.backend is Backend.DERBY else None
+    if marker is not None and marker.is_file() and marker.read_text().strip() == release.version.value:
+        return ()
     _, _, driver_jar = settings.connection()
     drivers = [str(driver_jar)] if driver_jar is not None else [str(j) for j in release.jars_dir().glob("derby*.jar")]
-    return txn_tables.ensure(
+    created = txn_tables.ensure(
         java,
         (settings.conf_dir / "hive-site.xml").resolve(),
         txn_tables.ddl_file(release.version.value, settings.backend.value),
         drivers,
         (settings.home / "logs" / "derby.log").resolve(),
     )
+    if marker is not None:
+        marker.write_text(release.version.value + "\n")
+    return created
 
 
 def _write_hive_site(settings: MetastoreSettings, extra: tuple[tuple[str, str], ...] = ()) -> None:
