@@ -8,13 +8,22 @@ record-joining step done in several ways, interleaved in a rotating order:
 - ``mapInArrow``: this tree's ``csv_records.records`` (the source as it is);
 - ``arrow_udf, text only``: a scalar iterator Arrow UDF given each line's text that returns nulls, then
   ``explode(coalesce(result, array(value)))`` (the floor of any per-line UDF);
+- ``mapInArrow identity``: a ``mapInArrow`` that returns its batches as they came, then the field parse (the floor
+  of any ``mapInArrow`` pass); ``mapInArrow identity, range columns``: the same, sent the file path and range
+  columns that ``RecordJoiner`` gets, and returning the lines only;
+- ``joiner + split, text``: ``RecordJoiner``, then, in the same Python pass, the fields of each batch whose
+  records are all plain (no escape, quote or line break character) and of the right count split in pyarrow
+  (``split_pattern``) and returned as string columns (the record's text then null); Spark casts them, and parses
+  as before only the records of other batches (``csv_fields.FieldSplit`` with no typed field);
+- ``joiner + split, typed``: the same, with the ``bigint``, ``double`` and ``timestamp`` (in a UTC session) fields
+  also converted in pyarrow (``csv_fields.FieldSplit``, as the source does);
 - ``csv_records@REF`` for each ``--ref``: ``sqlext/connectors/filesystem/csv_records.py`` as it is at that git
   commit (pickled by value, so the workers need not import it).
 
 Timed: wall seconds, and CPU seconds of this process's children (the JVM, Python workers), which the
 machine's other load disturbs less. Writes bench/results/csv_python_pass.json.
 
-    python -m bench.csv_python_pass [--rows 1000000] [--rounds 3] [--ref COMMIT ...]
+    python -m bench.csv_python_pass [--rows 1000000] [--rounds 3] [--ref COMMIT ...] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import Any
 from bench.common import median, print_table, scratch_dir, write_result
 from bench.csv_source import write_parquet_copy
 from bench.flink_sink import write_input
+from sqlext.connectors.filesystem.csv_fields import FieldSplit, typed_records
 
 TYPES = [("id", "bigint"), ("user_id", "string"), ("amount", "double"), ("ts", "timestamp")]
 MODULE = "sqlext/connectors/filesystem/csv_records.py"
@@ -80,6 +90,22 @@ def nulls_udf(batches: Any) -> Any:
         yield pa.nulls(len(values), pa.list_(pa.string()))
 
 
+def identity(batches: Any) -> Any:
+    yield from batches
+
+
+def drop_range(batches: Any) -> Any:
+    for batch in batches:
+        yield batch.select(["value"])
+
+
+class TextFields(FieldSplit):
+    """:class:`FieldSplit` with every field as text (for Spark's cast): what pyarrow's split alone saves."""
+
+    def typed_kinds(self) -> dict[int, str]:
+        return {}
+
+
 def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable[[], Any]]:
     """Each variant's read as a function giving a DataFrame of typed columns."""
     import warnings
@@ -92,6 +118,7 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
     from sqlext.connectors.filesystem import csv_records
 
     form = CsvTextForm()
+    zone = spark.conf.get("spark.sql.session.timeZone")
 
     def lines() -> Any:
         return spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(data))
@@ -101,6 +128,19 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
         split = records.select(plain.alias("plain"), fields.alias("fields"))
         typed, _ = form.typed(F.col("plain"), F.col("fields"), TYPES)
         return split.select(*typed)
+
+    def framed() -> Any:
+        """The lines with the range columns the source sends to Python (file path, block start and end)."""
+        return lines().select(
+            "value",
+            F.col("_metadata.file_path").alias(csv_records.FILE),
+            F.col("_metadata.file_block_start").alias(csv_records.BLOCK_START),
+            (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(csv_records.BLOCK_END),
+        )
+
+    def split_in_python(fields: FieldSplit) -> Any:
+        """The source's read (``_read_csv_text``): records and plain records' fields from Python."""
+        return typed_records(csv_records.records(lines(), [], form, {}, fields), form, TYPES, None, [], fields)
 
     def text_only() -> Any:
         with warnings.catch_warnings():
@@ -116,6 +156,10 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
         "no python": lambda: parsed(lines()),
         "mapInArrow": lambda: parsed(csv_records.records(lines(), [], form, {})),
         "arrow_udf, text only": text_only,
+        "mapInArrow identity": lambda: parsed(lines().mapInArrow(identity, "value string")),
+        "mapInArrow identity, range columns": lambda: parsed(framed().mapInArrow(drop_range, "value string")),
+        "joiner + split, text": lambda: split_in_python(TextFields(form, tuple(TYPES), zone)),
+        "joiner + split, typed": lambda: split_in_python(FieldSplit(form, tuple(TYPES), zone)),
     }
     for ref, module in refs.items():
         found[f"csv_records@{ref}"] = lambda module=module: parsed(module.records(lines(), [], form, {}))
@@ -127,6 +171,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ref", action="append", default=[], help="a git commit whose csv_records to run too")
+    parser.add_argument("--only", action="append", default=[], help="a variant to run (default: all)")
     args = parser.parse_args()
     from pyspark.sql import SparkSession
 
@@ -142,6 +187,8 @@ def main() -> None:
         .getOrCreate()
     )
     reads = variants(spark, data, {ref: module_at(ref, home) for ref in args.ref})
+    if args.only:
+        reads = {name: reads[name] for name in args.only}
     for name, read in reads.items():  # warm-up, and every variant reads every row
         count = read().count() if name != "lines only" else args.rows  # a count of lines reads no text
         assert count == args.rows, f"{name}: {count} rows"
@@ -159,7 +206,7 @@ def main() -> None:
             cpu[name].append(round(tree_cpu_seconds() - before, 2))
             print(f"  round {index} {name}: {wall[name][-1]} s, CPU {cpu[name][-1]} s (load {loads[-1]:.1f})")
     spark.stop()
-    floor = median(cpu["no python"])
+    floor = median(cpu["no python"]) if "no python" in cpu else 0.0
     table = [
         [name, ", ".join(map(str, wall[name])), ", ".join(map(str, cpu[name])), f"{median(cpu[name]) - floor:+.2f}"]
         for name in names

@@ -34,6 +34,8 @@ from sqlext.catalog.csv_text import CsvTextForm
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from sqlext.connectors.filesystem.csv_fields import FieldSplit
+
 VALUE = "value"
 FILE = "__sqlext_file"
 BLOCK_START = "__sqlext_block_start"
@@ -41,11 +43,20 @@ BLOCK_END = "__sqlext_block_end"
 _CHUNK = 1 << 20
 
 
-def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame:
+def records(
+    files: DataFrame,
+    columns: Sequence[Column],
+    form: CsvTextForm,
+    hadoop: Mapping[str, str],
+    fields: FieldSplit | None = None,
+) -> DataFrame:
     """The lines of ``files`` (a text read with ``lineSep='\\n'``) as one row per csv record: ``value`` is the
     record, followed by ``columns`` (of the record's file; ``_metadata`` too when a caller needs it, as a plain
-    column). Only these go through Python and back: each column costs its bytes twice for every line."""
+    column). Only these go through Python and back: each column costs its bytes twice for every line.
+    ``fields``: also split the fields of plain batches (:mod:`sqlext.connectors.filesystem.csv_fields`), whose
+    columns follow (``value`` NULL on a row split so)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
 
     carried = files.select(VALUE, *columns)
     framed = files.select(
@@ -58,7 +69,8 @@ def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hado
     with warnings.catch_warnings():
         # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-        return framed.mapInArrow(RecordJoiner(form, dict(hadoop)), carried.schema)
+        schema = StructType([*carried.schema.fields, *(fields.spark_fields() if fields else [])])
+        return framed.mapInArrow(RecordJoiner(form, dict(hadoop), fields), schema)
 
 
 class Records:
@@ -154,12 +166,16 @@ class _Range:
 
 class RecordJoiner:
     """``mapInArrow`` function: batches of lines (``value``, the file and range columns) to batches of records
-    (see the module docstring). Picklable: it holds the form and the Hadoop settings only."""
+    (see the module docstring); with ``fields``, the fields of plain batches split too. Picklable: it holds
+    the form, the Hadoop settings and ``fields`` only."""
 
-    def __init__(self, form: CsvTextForm, hadoop: Mapping[str, str]) -> None:
+    def __init__(self, form: CsvTextForm, hadoop: Mapping[str, str], fields: FieldSplit | None = None) -> None:
         assert form.quote is not None
         self.form = form
         self.hadoop = dict(hadoop)
+        self.fields = fields
+        #: Lines that are not plain (RE2): a batch without one is records as it came, ready to split.
+        self._special = fields.special_pattern() if fields is not None else None
         e, q = (f"\\x{{{ord(c):x}}}" for c in (form.escape, form.quote))
         #: Lines that may not be one record each (RE2, pyarrow's regex engine).
         self._unusual = f"{q}|\\r(?s:.)|{e}\\r?$"
@@ -167,10 +183,12 @@ class RecordJoiner:
         self._escape = form.escape.encode("utf-8")
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        for batch in self._records(batches):
-            yield batch.drop_columns([FILE, BLOCK_START, BLOCK_END])
+        for batch, plain in self._records(batches):
+            batch = batch.drop_columns([FILE, BLOCK_START, BLOCK_END])
+            yield batch if self.fields is None else self.fields.split(batch, plain)
 
-    def _records(self, batches: Iterator[Any]) -> Iterator[Any]:
+    def _records(self, batches: Iterator[Any]) -> Iterator[tuple[Any, bool | None]]:
+        """Batches of records, each with whether they are known to be plain (None: not looked at)."""
         current: _Range | None = None
         for batch in batches:
             for run in _runs(batch):
@@ -198,7 +216,7 @@ class RecordJoiner:
         current.skip = owned - first
         return current
 
-    def _end(self, current: _Range) -> Iterator[Any]:
+    def _end(self, current: _Range) -> Iterator[tuple[Any, bool | None]]:
         """What is pending at the range's end: read on in the file until it is whole (or the file ends)."""
         if not current.records.pending:
             return
@@ -215,7 +233,7 @@ class RecordJoiner:
                 found.extend(pending.finish())
         owned = [text for text, offset in found if offset < boundary]
         if owned:
-            yield self._batch(current.template, owned)
+            yield self._batch(current.template, owned), None
 
     def _plain_prefix(self, handle: Any, stop: int) -> bool:
         """Whether the file's bytes before ``stop`` hold no quote character and no escaped line break (so a
@@ -255,7 +273,7 @@ class RecordJoiner:
 
     # -- lines ---------------------------------------------------------------------------------------------
 
-    def _lines(self, current: _Range, run: Any) -> Iterator[Any]:
+    def _lines(self, current: _Range, run: Any) -> Iterator[tuple[Any, bool | None]]:
         import pyarrow.compute as pc
 
         if current.skip > 0:
@@ -263,22 +281,25 @@ class RecordJoiner:
             if rest:
                 found = current.records.feed(rest)
                 if found:
-                    yield self._batch(run.slice(0, 1) if run.num_rows else current.template, found)
+                    yield self._batch(run.slice(0, 1) if run.num_rows else current.template, found), None
             if not run.num_rows:
                 return
         values = run.column(VALUE)
         if not current.records.pending:
+            if self._special is not None and not pc.any(pc.match_substring_regex(values, self._special)).as_py():
+                yield run, True  # no quote, escape or \r: its lines are its records
+                return
             unusual = pc.match_substring_regex(values, self._unusual)
             first = pc.index(unusual, True).as_py()
             if first == -1:
-                yield _without_cr(run)
+                yield _without_cr(run), None
                 return
             if first > 0:
-                yield _without_cr(run.slice(0, first))
+                yield _without_cr(run.slice(0, first)), None
                 run, values = run.slice(first), values.slice(first)
         found = current.records.feed("\n".join(values.to_pylist()) + "\n")
         if found:
-            yield self._batch(run.slice(0, 1), found)
+            yield self._batch(run.slice(0, 1), found), None
 
     def _skip(self, current: _Range, run: Any) -> tuple[Any, str]:
         """``run`` without the lines (or the part of a line) that belong to a record of the range before;
