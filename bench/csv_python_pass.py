@@ -11,14 +11,14 @@ record-joining step done in several ways, interleaved in a rotating order:
 - ``mapInArrow identity``: a ``mapInArrow`` that returns its batches as they came, then the field parse (the floor
   of any ``mapInArrow`` pass); ``mapInArrow identity, range columns``: the same, sent the file path and range
   columns that ``RecordJoiner`` gets, and returning the lines only;
-- ``joiner + split, text``: ``RecordJoiner``, then, in the same Python pass, the fields of each batch whose
-  records are all plain (no escape, quote or line break character) and of the right count split in pyarrow
-  (``split_pattern``) and returned as string columns (the record's text then null); Spark casts them, and parses
-  as before only the records of other batches (``csv_fields.FieldSplit`` with no typed field);
-- ``joiner + split, typed``: the same, with the ``bigint``, ``double`` and ``timestamp`` (in a UTC session) fields
-  also converted in pyarrow (``csv_fields.FieldSplit``, as the source does);
 - ``csv_records@REF`` for each ``--ref``: ``sqlext/connectors/filesystem/csv_records.py`` as it is at that git
-  commit (pickled by value, so the workers need not import it).
+  commit (pickled by value, so the workers need not import it);
+- ``csv_fields@REF, text`` and ``csv_fields@REF, typed``, for a ``--ref`` that has
+  ``sqlext/connectors/filesystem/csv_fields.py`` (branch csvarrow, adc7c3d): ``RecordJoiner``, then, in the same
+  Python pass, the fields of each plain record (no escape, quote or line break character) of the right count
+  split in pyarrow (``split_pattern``) and returned as columns (the record's text then null), Spark casting them
+  and parsing only the other records as before; ``text``: every field as a string column, ``typed``: integers,
+  plain doubles and (in a UTC session) timestamps converted in pyarrow, as that commit's source did.
 
 Timed: wall seconds, and CPU seconds of this process's children (the JVM, Python workers), which the
 machine's other load disturbs less. Writes bench/results/csv_python_pass.json.
@@ -41,10 +41,9 @@ from typing import Any
 from bench.common import median, print_table, scratch_dir, write_result
 from bench.csv_source import write_parquet_copy
 from bench.flink_sink import write_input
-from sqlext.connectors.filesystem.csv_fields import FieldSplit, typed_records
 
 TYPES = [("id", "bigint"), ("user_id", "string"), ("amount", "double"), ("ts", "timestamp")]
-MODULE = "sqlext/connectors/filesystem/csv_records.py"
+MODULES = "sqlext/connectors/filesystem"
 
 
 def tree_cpu_seconds() -> float:
@@ -67,14 +66,17 @@ def tree_cpu_seconds() -> float:
     return total
 
 
-def module_at(ref: str, home: Path) -> Any:
-    """``csv_records`` as it is at git commit ``ref``, registered to be pickled by value."""
+def module_at(ref: str, home: Path, name: str = "csv_records") -> Any:
+    """Module ``name`` of the filesystem connector as it is at git commit ``ref``, registered to be pickled by
+    value; None where it does not exist there."""
     from pyspark import cloudpickle
 
-    source = subprocess.run(["git", "show", f"{ref}:{MODULE}"], check=True, capture_output=True, text=True).stdout
-    path = home / f"csv_records_{ref}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"csv_records_{ref}", path)
+    shown = subprocess.run(["git", "show", f"{ref}:{MODULES}/{name}.py"], capture_output=True, text=True)
+    if shown.returncode != 0:
+        return None
+    path = home / f"{name}_{ref}.py"
+    path.write_text(shown.stdout)
+    spec = importlib.util.spec_from_file_location(f"{name}_{ref}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -99,14 +101,12 @@ def drop_range(batches: Any) -> Any:
         yield batch.select(["value"])
 
 
-class TextFields(FieldSplit):
-    """:class:`FieldSplit` with every field as text (for Spark's cast): what pyarrow's split alone saves."""
-
-    def typed_kinds(self) -> dict[int, str]:
-        return {}
+def no_typed_kinds(self: Any) -> dict[int, str]:
+    """``FieldSplit.typed_kinds`` of a split that returns every field as text (for Spark's cast)."""
+    return {}
 
 
-def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+def variants(spark: Any, data: Path, refs: dict[str, tuple[Any, Any]]) -> dict[str, Callable[[], Any]]:
     """Each variant's read as a function giving a DataFrame of typed columns."""
     import warnings
 
@@ -138,9 +138,12 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
             (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(csv_records.BLOCK_END),
         )
 
-    def split_in_python(fields: FieldSplit) -> Any:
-        """The source's read (``_read_csv_text``): records and plain records' fields from Python."""
-        return typed_records(csv_records.records(lines(), [], form, {}, fields), form, TYPES, None, [], fields)
+    def split_in_python(joiner: Any, module: Any, typed: bool) -> Any:
+        """The source's read as ``module`` (``csv_fields`` at a commit) makes it: records, and the fields of
+        plain records from Python (typed, or all as text)."""
+        kind = module.FieldSplit if typed else type("TextFields", (module.FieldSplit,), {"typed_kinds": no_typed_kinds})
+        fields = kind(form, tuple(TYPES), zone)
+        return module.typed_records(joiner.records(lines(), [], form, {}, fields), form, TYPES, None, [], fields)
 
     def text_only() -> Any:
         with warnings.catch_warnings():
@@ -158,11 +161,12 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
         "arrow_udf, text only": text_only,
         "mapInArrow identity": lambda: parsed(lines().mapInArrow(identity, "value string")),
         "mapInArrow identity, range columns": lambda: parsed(framed().mapInArrow(drop_range, "value string")),
-        "joiner + split, text": lambda: split_in_python(TextFields(form, tuple(TYPES), zone)),
-        "joiner + split, typed": lambda: split_in_python(FieldSplit(form, tuple(TYPES), zone)),
     }
-    for ref, module in refs.items():
-        found[f"csv_records@{ref}"] = lambda module=module: parsed(module.records(lines(), [], form, {}))
+    for ref, (joiner, fields) in refs.items():
+        found[f"csv_records@{ref}"] = lambda joiner=joiner: parsed(joiner.records(lines(), [], form, {}))
+        if fields is not None:
+            for typed, name in ((False, "text"), (True, "typed")):
+                found[f"csv_fields@{ref}, {name}"] = lambda j=joiner, f=fields, t=typed: split_in_python(j, f, t)
     return found
 
 
@@ -170,7 +174,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ref", action="append", default=[], help="a git commit whose csv_records to run too")
+    parser.add_argument(
+        "--ref", action="append", default=[], help="a git commit whose csv_records (and csv_fields) to run too"
+    )
     parser.add_argument("--only", action="append", default=[], help="a variant to run (default: all)")
     args = parser.parse_args()
     from pyspark.sql import SparkSession
@@ -186,7 +192,8 @@ def main() -> None:
         .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
-    reads = variants(spark, data, {ref: module_at(ref, home) for ref in args.ref})
+    refs = {ref: (module_at(ref, home), module_at(ref, home, "csv_fields")) for ref in args.ref}
+    reads = variants(spark, data, refs)
     if args.only:
         reads = {name: reads[name] for name in args.only}
     for name, read in reads.items():  # warm-up, and every variant reads every row

@@ -34,8 +34,6 @@ from sqlext.catalog.csv_text import CsvTextForm
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from sqlext.connectors.filesystem.csv_fields import FieldSplit
-
 VALUE = "value"
 FILE = "__sqlext_file"
 BLOCK_START = "__sqlext_block_start"
@@ -43,20 +41,11 @@ BLOCK_END = "__sqlext_block_end"
 _CHUNK = 1 << 20
 
 
-def records(
-    files: DataFrame,
-    columns: Sequence[Column],
-    form: CsvTextForm,
-    hadoop: Mapping[str, str],
-    fields: FieldSplit | None = None,
-) -> DataFrame:
+def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame:
     """The lines of ``files`` (a text read with ``lineSep='\\n'``) as one row per csv record: ``value`` is the
     record, followed by ``columns`` (of the record's file; ``_metadata`` too when a caller needs it, as a plain
-    column). Only these go through Python and back: each column costs its bytes twice for every line.
-    ``fields``: also split the fields of plain batches (:mod:`sqlext.connectors.filesystem.csv_fields`), whose
-    columns follow (``value`` NULL on a row split so)."""
+    column). Only these go through Python and back: each column costs its bytes twice for every line."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
 
     carried = files.select(VALUE, *columns)
     framed = files.select(
@@ -69,8 +58,7 @@ def records(
     with warnings.catch_warnings():
         # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-        schema = StructType([*carried.schema.fields, *(fields.spark_fields() if fields else [])])
-        return framed.mapInArrow(RecordJoiner(form, dict(hadoop), fields), schema)
+        return framed.mapInArrow(RecordJoiner(form, dict(hadoop)), carried.schema)
 
 
 class Records:
@@ -166,16 +154,12 @@ class _Range:
 
 class RecordJoiner:
     """``mapInArrow`` function: batches of lines (``value``, the file and range columns) to batches of records
-    (see the module docstring); with ``fields``, the fields of plain batches split too. Picklable: it holds
-    the form, the Hadoop settings and ``fields`` only."""
+    (see the module docstring). Picklable: it holds the form and the Hadoop settings only."""
 
-    def __init__(self, form: CsvTextForm, hadoop: Mapping[str, str], fields: FieldSplit | None = None) -> None:
+    def __init__(self, form: CsvTextForm, hadoop: Mapping[str, str]) -> None:
         assert form.quote is not None
         self.form = form
         self.hadoop = dict(hadoop)
-        self.fields = fields
-        #: Lines that are not plain (RE2): a batch without one is records as it came, ready to split.
-        self._special = fields.special_pattern() if fields is not None else None
         e, q = (f"\\x{{{ord(c):x}}}" for c in (form.escape, form.quote))
         #: Lines that may not be one record each (RE2, pyarrow's regex engine).
         self._unusual = f"{q}|\\r(?s:.)|{e}\\r?$"
@@ -183,12 +167,10 @@ class RecordJoiner:
         self._escape = form.escape.encode("utf-8")
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        for batch, plain in self._records(batches):
-            batch = batch.drop_columns([FILE, BLOCK_START, BLOCK_END])
-            yield batch if self.fields is None else self.fields.split(batch, plain)
+        for batch in self._records(batches):
+            yield batch.drop_columns([FILE, BLOCK_START, BLOCK_END])
 
-    def _records(self, batches: Iterator[Any]) -> Iterator[tuple[Any, bool | None]]:
-        """Batches of records, each with whether they are known to be plain (None: not looked at)."""
+    def _records(self, batches: Iterator[Any]) -> Iterator[Any]:
         current: _Range | None = None
         for batch in batches:
             for run in _runs(batch):
@@ -216,7 +198,7 @@ class RecordJoiner:
         current.skip = owned - first
         return current
 
-    def _end(self, current: _Range) -> Iterator[tuple[Any, bool | None]]:
+    def _end(self, current: _Range) -> Iterator[Any]:
         """What is pending at the range's end: read on in the file until it is whole (or the file ends)."""
         if not current.records.pending:
             return
@@ -233,7 +215,7 @@ class RecordJoiner:
                 found.extend(pending.finish())
         owned = [text for text, offset in found if offset < boundary]
         if owned:
-            yield self._batch(current.template, owned), None
+            yield self._batch(current.template, owned)
 
     def _plain_prefix(self, handle: Any, stop: int) -> bool:
         """Whether the file's bytes before ``stop`` hold no quote character and no escaped line break (so a
@@ -273,7 +255,7 @@ class RecordJoiner:
 
     # -- lines ---------------------------------------------------------------------------------------------
 
-    def _lines(self, current: _Range, run: Any) -> Iterator[tuple[Any, bool | None]]:
+    def _lines(self, current: _Range, run: Any) -> Iterator[Any]:
         import pyarrow.compute as pc
 
         if current.skip > 0:
@@ -281,25 +263,22 @@ class RecordJoiner:
             if rest:
                 found = current.records.feed(rest)
                 if found:
-                    yield self._batch(run.slice(0, 1) if run.num_rows else current.template, found), None
+                    yield self._batch(run.slice(0, 1) if run.num_rows else current.template, found)
             if not run.num_rows:
                 return
         values = run.column(VALUE)
         if not current.records.pending:
-            if self._special is not None and not pc.any(pc.match_substring_regex(values, self._special)).as_py():
-                yield run, True  # no quote, escape or \r: its lines are its records
-                return
             unusual = pc.match_substring_regex(values, self._unusual)
             first = pc.index(unusual, True).as_py()
             if first == -1:
-                yield _without_cr(run), None
+                yield _without_cr(run)
                 return
             if first > 0:
-                yield _without_cr(run.slice(0, first)), None
+                yield _without_cr(run.slice(0, first))
                 run, values = run.slice(first), values.slice(first)
         found = current.records.feed("\n".join(values.to_pylist()) + "\n")
         if found:
-            yield self._batch(run.slice(0, 1), found), None
+            yield self._batch(run.slice(0, 1), found)
 
     def _skip(self, current: _Range, run: Any) -> tuple[Any, str]:
         """``run`` without the lines (or the part of a line) that belong to a record of the range before;

@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 from sqlext.catalog.csv_text import unescape_field_delimiter
 from sqlext.catalog.evolution import file_fields
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.csv_fields import typed_records
 from sqlext.connectors.filesystem.incremental.plan import RowRanges
 from sqlext.connectors.filesystem.incremental.window import Window
 from sqlext.options import Options
@@ -209,24 +208,29 @@ def _read_csv_text(
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
     metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
-    kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]
-    fields = None
     if form.quote is not None:
-        from sqlext.connectors.filesystem.csv_fields import FieldSplit
         from sqlext.connectors.filesystem.csv_records import records
 
-        fields = FieldSplit(form, tuple(data), spark.conf.get("spark.sql.session.timeZone"))
         files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
-        lines = records(files, kept, form, _spark_conf(spark), fields)
+        lines = records(files, [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata], form, _spark_conf(spark))
     else:
         lines = reader.format("text").schema(schema).options(**passed).load(paths)
+    if form.allow_comments:
+        lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
+    kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]
     # A table whose columns changed holds lines of its older column counts (ALTER TABLE: schema evolution).
-    frame = typed_records(lines, form, data, file_fields(table.extra), kept, fields)
+    accepted = file_fields(table.extra)
+    plain, fields = form.split(F.col("value"), len(data), accepted)
+    lines = lines.select(plain.alias("__sqlext_plain"), fields.alias("__sqlext_fields"), *kept)
+    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data, accepted)
     others = [
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
     ]
-    return frame.select(*(F.col(f"`{name}`") for name, _ in data), *others, *(F.col("_metadata") for _ in metadata))
+    columns = [*typed, *others, *metadata]
+    if parsed is None:
+        return lines.select(*columns)
+    return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")
 
 
 def _reads_metadata(table: TableDefinition, options: Options) -> bool:
