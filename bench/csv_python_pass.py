@@ -8,13 +8,22 @@ record-joining step done in several ways, interleaved in a rotating order:
 - ``mapInArrow``: this tree's ``csv_records.records`` (the source as it is);
 - ``arrow_udf, text only``: a scalar iterator Arrow UDF given each line's text that returns nulls, then
   ``explode(coalesce(result, array(value)))`` (the floor of any per-line UDF);
+- ``mapInArrow identity``: a ``mapInArrow`` that returns its batches as they came, then the field parse (the floor
+  of any ``mapInArrow`` pass); ``mapInArrow identity, range columns``: the same, sent the file path and range
+  columns that ``RecordJoiner`` gets, and returning the lines only;
 - ``csv_records@REF`` for each ``--ref``: ``sqlext/connectors/filesystem/csv_records.py`` as it is at that git
-  commit (pickled by value, so the workers need not import it).
+  commit (pickled by value, so the workers need not import it);
+- ``csv_fields@REF, text`` and ``csv_fields@REF, typed``, for a ``--ref`` that has
+  ``sqlext/connectors/filesystem/csv_fields.py`` (branch csvarrow, adc7c3d): ``RecordJoiner``, then, in the same
+  Python pass, the fields of each plain record (no escape, quote or line break character) of the right count
+  split in pyarrow (``split_pattern``) and returned as columns (the record's text then null), Spark casting them
+  and parsing only the other records as before; ``text``: every field as a string column, ``typed``: integers,
+  plain doubles and (in a UTC session) timestamps converted in pyarrow, as that commit's source did.
 
 Timed: wall seconds, and CPU seconds of this process's children (the JVM, Python workers), which the
 machine's other load disturbs less. Writes bench/results/csv_python_pass.json.
 
-    python -m bench.csv_python_pass [--rows 1000000] [--rounds 3] [--ref COMMIT ...]
+    python -m bench.csv_python_pass [--rows 1000000] [--rounds 3] [--ref COMMIT ...] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from bench.csv_source import write_parquet_copy
 from bench.flink_sink import write_input
 
 TYPES = [("id", "bigint"), ("user_id", "string"), ("amount", "double"), ("ts", "timestamp")]
-MODULE = "sqlext/connectors/filesystem/csv_records.py"
+MODULES = "sqlext/connectors/filesystem"
 
 
 def tree_cpu_seconds() -> float:
@@ -57,14 +66,17 @@ def tree_cpu_seconds() -> float:
     return total
 
 
-def module_at(ref: str, home: Path) -> Any:
-    """``csv_records`` as it is at git commit ``ref``, registered to be pickled by value."""
+def module_at(ref: str, home: Path, name: str = "csv_records") -> Any:
+    """Module ``name`` of the filesystem connector as it is at git commit ``ref``, registered to be pickled by
+    value; None where it does not exist there."""
     from pyspark import cloudpickle
 
-    source = subprocess.run(["git", "show", f"{ref}:{MODULE}"], check=True, capture_output=True, text=True).stdout
-    path = home / f"csv_records_{ref}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(f"csv_records_{ref}", path)
+    shown = subprocess.run(["git", "show", f"{ref}:{MODULES}/{name}.py"], capture_output=True, text=True)
+    if shown.returncode != 0:
+        return None
+    path = home / f"{name}_{ref}.py"
+    path.write_text(shown.stdout)
+    spec = importlib.util.spec_from_file_location(f"{name}_{ref}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -80,7 +92,21 @@ def nulls_udf(batches: Any) -> Any:
         yield pa.nulls(len(values), pa.list_(pa.string()))
 
 
-def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable[[], Any]]:
+def identity(batches: Any) -> Any:
+    yield from batches
+
+
+def drop_range(batches: Any) -> Any:
+    for batch in batches:
+        yield batch.select(["value"])
+
+
+def no_typed_kinds(self: Any) -> dict[int, str]:
+    """``FieldSplit.typed_kinds`` of a split that returns every field as text (for Spark's cast)."""
+    return {}
+
+
+def variants(spark: Any, data: Path, refs: dict[str, tuple[Any, Any]]) -> dict[str, Callable[[], Any]]:
     """Each variant's read as a function giving a DataFrame of typed columns."""
     import warnings
 
@@ -92,6 +118,7 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
     from sqlext.connectors.filesystem import csv_records
 
     form = CsvTextForm()
+    zone = spark.conf.get("spark.sql.session.timeZone")
 
     def lines() -> Any:
         return spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(data))
@@ -101,6 +128,22 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
         split = records.select(plain.alias("plain"), fields.alias("fields"))
         typed, _ = form.typed(F.col("plain"), F.col("fields"), TYPES)
         return split.select(*typed)
+
+    def framed() -> Any:
+        """The lines with the range columns the source sends to Python (file path, block start and end)."""
+        return lines().select(
+            "value",
+            F.col("_metadata.file_path").alias(csv_records.FILE),
+            F.col("_metadata.file_block_start").alias(csv_records.BLOCK_START),
+            (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(csv_records.BLOCK_END),
+        )
+
+    def split_in_python(joiner: Any, module: Any, typed: bool) -> Any:
+        """The source's read as ``module`` (``csv_fields`` at a commit) makes it: records, and the fields of
+        plain records from Python (typed, or all as text)."""
+        kind = module.FieldSplit if typed else type("TextFields", (module.FieldSplit,), {"typed_kinds": no_typed_kinds})
+        fields = kind(form, tuple(TYPES), zone)
+        return module.typed_records(joiner.records(lines(), [], form, {}, fields), form, TYPES, None, [], fields)
 
     def text_only() -> Any:
         with warnings.catch_warnings():
@@ -116,9 +159,14 @@ def variants(spark: Any, data: Path, refs: dict[str, Any]) -> dict[str, Callable
         "no python": lambda: parsed(lines()),
         "mapInArrow": lambda: parsed(csv_records.records(lines(), [], form, {})),
         "arrow_udf, text only": text_only,
+        "mapInArrow identity": lambda: parsed(lines().mapInArrow(identity, "value string")),
+        "mapInArrow identity, range columns": lambda: parsed(framed().mapInArrow(drop_range, "value string")),
     }
-    for ref, module in refs.items():
-        found[f"csv_records@{ref}"] = lambda module=module: parsed(module.records(lines(), [], form, {}))
+    for ref, (joiner, fields) in refs.items():
+        found[f"csv_records@{ref}"] = lambda joiner=joiner: parsed(joiner.records(lines(), [], form, {}))
+        if fields is not None:
+            for typed, name in ((False, "text"), (True, "typed")):
+                found[f"csv_fields@{ref}, {name}"] = lambda j=joiner, f=fields, t=typed: split_in_python(j, f, t)
     return found
 
 
@@ -126,7 +174,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--ref", action="append", default=[], help="a git commit whose csv_records to run too")
+    parser.add_argument(
+        "--ref", action="append", default=[], help="a git commit whose csv_records (and csv_fields) to run too"
+    )
+    parser.add_argument("--only", action="append", default=[], help="a variant to run (default: all)")
     args = parser.parse_args()
     from pyspark.sql import SparkSession
 
@@ -141,7 +192,10 @@ def main() -> None:
         .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
-    reads = variants(spark, data, {ref: module_at(ref, home) for ref in args.ref})
+    refs = {ref: (module_at(ref, home), module_at(ref, home, "csv_fields")) for ref in args.ref}
+    reads = variants(spark, data, refs)
+    if args.only:
+        reads = {name: reads[name] for name in args.only}
     for name, read in reads.items():  # warm-up, and every variant reads every row
         count = read().count() if name != "lines only" else args.rows  # a count of lines reads no text
         assert count == args.rows, f"{name}: {count} rows"
@@ -159,7 +213,7 @@ def main() -> None:
             cpu[name].append(round(tree_cpu_seconds() - before, 2))
             print(f"  round {index} {name}: {wall[name][-1]} s, CPU {cpu[name][-1]} s (load {loads[-1]:.1f})")
     spark.stop()
-    floor = median(cpu["no python"])
+    floor = median(cpu["no python"]) if "no python" in cpu else 0.0
     table = [
         [name, ", ".join(map(str, wall[name])), ", ".join(map(str, cpu[name])), f"{median(cpu[name]) - floor:+.2f}"]
         for name in names

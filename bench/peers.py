@@ -172,9 +172,10 @@ def _iceberg_settings(run: Run) -> dict[str, str]:
         prefix: "org.apache.iceberg.spark.SparkCatalog",
         f"{prefix}.type": "hive",
         f"{prefix}.uri": run.metastore_uri,
-        # Iceberg's default commit takes an HMS lock (lock, show_locks); the bench's HMS cannot serve one (its
-        # TxnHandler wants BoneCP, not on its classpath: NoClassDefFoundError, connection closed). Without
-        # the lock Iceberg commits by the HMS's conditional alter_table on the metadata location.
+        # Iceberg's default commit takes an HMS lock (lock, show_locks). The results in bench/README.md were
+        # measured with it off, when the embedded HMS could not serve lock calls (it can since sqlext creates
+        # Hive's transaction tables at start); kept off so that a rerun compares with them. Without the lock
+        # Iceberg commits by the HMS's conditional alter_table on the metadata location.
         f"{prefix}.hadoop.iceberg.engine.hive.lock-enabled": "false",
     }
 

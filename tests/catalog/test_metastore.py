@@ -7,13 +7,16 @@ from pathlib import Path
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
+from thrift.Thrift import TApplicationException
 
 from sqlext import process
-from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore import launcher, txn_tables
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.errors import JavaNotFoundError, MetastoreError, MetastoreUnavailableError
+from sqlext.paths import pyspark_jars_dir
 from sqlext.table import Column, TableDefinition, TableIdentifier
+from tests.support.hms_locks import assert_locks_are_served, table_lock
 from tests.support.services import PostgresServer, spark_own_sql
 from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
@@ -91,6 +94,62 @@ def test_partitions_round_trip_through_batched_calls(hms: MetastoreClient, tmp_p
     hms.alter_partitions("parts_db", "events", fetched)
     again = hms.get_partitions_by_names("parts_db", "events", ["dt=2026-11-22/hr=007"])
     assert again[0].parameters["numFiles"] == "3"
+
+
+def test_lock_and_transaction_calls_are_served(hms: MetastoreClient, tmp_path: Path) -> None:
+    """Hive's transaction tables are created with the database (DataNucleus does not create them): Iceberg's Hive
+    catalog takes a table lock on every commit."""
+    _create_demo_table(hms, "locks_db", tmp_path)
+    assert_locks_are_served(hms, "locks_db", "events")
+
+
+def test_a_home_made_without_the_transaction_tables_gets_them_at_its_next_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = MetastoreSettings(port=free_port(), home=tmp_path / "hms")
+    with monkeypatch.context() as earlier_sqlext:  # started as sqlext did before it created them
+        earlier_sqlext.setattr(launcher, "_create_txn_tables", lambda settings, java: ())
+        launcher.start(settings)
+    try:
+        with MetastoreClient(settings.uri) as client:
+            _create_demo_table(client, "old_home_db", tmp_path)
+            with pytest.raises(TApplicationException, match="Internal error processing lock"):
+                table_lock(client, "old_home_db", "events", ttypes.LockType.SHARED_READ)
+    finally:
+        launcher.stop(settings)
+    assert "Table/View 'NEXT_LOCK_ID' does not exist" in settings.log_file.read_text()
+
+    caplog.set_level("INFO", logger=txn_tables.__name__)
+    launcher.start(settings)
+    try:
+        with MetastoreClient(settings.uri) as client:
+            assert client.get_all_tables("old_home_db") == ["events"]  # the same database, now with them
+            assert_locks_are_served(client, "old_home_db", "events")
+    finally:
+        launcher.stop(settings)
+    assert "Created Hive's transaction tables TXNS, TXN_COMPONENTS," in caplog.text
+    marker = settings.home / "metastore_db" / launcher.TXN_TABLES_MARKER
+    assert marker.read_text().strip() == "2.3"  # later starts skip the check
+    # A database that has them is left as it is (the check itself, without the marker).
+    marker.unlink()
+    assert launcher._create_txn_tables(settings, launcher.find_java()) == ()
+    assert marker.is_file()
+
+
+def test_a_failed_transaction_table_leaves_none_created_and_names_the_table(tmp_path: Path) -> None:
+    settings = MetastoreSettings(port=free_port(), home=tmp_path / "hms")
+    launcher._write_hive_site(settings)
+    hive_site, derby_log = settings.conf_dir / "hive-site.xml", tmp_path / "derby.log"
+    drivers = [str(jar) for jar in pyspark_jars_dir().glob("derby*.jar")]
+    java = launcher.find_java()
+    good = "CREATE TABLE NEXT_THING (N bigint NOT NULL);\nINSERT INTO NEXT_THING VALUES(1);\n"
+    ddl = tmp_path / "txn.sql"
+    ddl.write_text(good + "CREATE TABLE BROKEN (N nosuchtype);\n")
+
+    with pytest.raises(MetastoreError, match=r"transaction table BROKEN .* No transaction table was created"):
+        txn_tables.ensure(java, hive_site, ddl, drivers, derby_log)
+    ddl.write_text(good)
+    assert txn_tables.ensure(java, hive_site, ddl, drivers, derby_log) == ("NEXT_THING",)  # rolled back before
 
 
 @pytest.mark.spark
@@ -179,6 +238,7 @@ def test_postgres_backed_metastore_creates_its_schema_and_serves(postgres: Postg
             _create_demo_table(client, "pg_db", tmp_path)
             table = client.get_table("pg_db", "events")
             assert table is not None and [c.name for c in table.partitionKeys] == ["dt", "hr"]
+            assert_locks_are_served(client, "pg_db", "events")
         assert not (settings.home / "metastore_db").exists()  # nothing went to Derby
     finally:
         launcher.stop(settings)

@@ -1,5 +1,6 @@
 """`sqlext metastore start|status|stop --version 3.1|4`: a standalone Hive metastore of that version, fetched
-from Maven Central, on loopback, with its Derby schema created on first start, serving sqlext's client."""
+from Maven Central, on loopback, with its Derby schema (Hive's transaction tables included) created on first start,
+serving sqlext's client."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import pytest
 from sqlext import process
 from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.errors import MetastoreError
 from sqlext.table import Column, TableDefinition, TableIdentifier
+from tests.support.hms_locks import assert_locks_are_served
+from tests.support.services import PostgresServer
 from tests.support.sockets import listeners_on, listening
 from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
@@ -61,12 +64,41 @@ def test_start_serves_the_client_on_loopback_and_stop_leaves_nothing_listening(
             table = client.get_table("versioned", "t")
             assert table is not None and table.tableType == "EXTERNAL_TABLE"
             assert [c.name for c in table.partitionKeys] == ["p"]
+            assert_locks_are_served(client, "versioned", "t")  # Hive's transaction tables were created
     finally:
         stopped = _sqlext("metastore", "stop", *flags)
     assert stopped.returncode == 0 and "stopped" in stopped.stdout
     assert process.wait_for_exit(pid, 30)
     assert listeners_on(port) == set()
     assert (home / "hive-version").read_text().strip() == version.value
+
+
+@pytest.mark.jars
+@pytest.mark.postgres
+@pytest.mark.parametrize("version", [HiveVersion.V3_1, HiveVersion.V4], ids=["hive3.1", "hive4"])
+def test_postgres_backed_version_serves_lock_calls(
+    version: HiveVersion, postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Hive's transaction tables on PostgreSQL: unquoted names for 3.1's TxnHandler, quoted ones for 4's."""
+    settings = MetastoreSettings(
+        port=free_port(),
+        home=tmp_path / "hms",
+        backend=Backend.POSTGRES,
+        jdbc_url=postgres.new_database(),
+        user=postgres.user,
+        password=postgres.password,
+        version=version,
+    )
+    launcher.start(settings)
+    try:
+        with MetastoreClient(settings.uri) as client:
+            client.create_database("pg_locks", location=(tmp_path / "pg_locks.db").as_uri())
+            options = {"connector": "filesystem", "path": (tmp_path / "t").as_uri(), "format": "parquet"}
+            create_in_hms(client, TableDefinition(TableIdentifier("pg_locks", "t"), (Column("id", "BIGINT"),), options))
+            assert_locks_are_served(client, "pg_locks", "t")
+    finally:
+        launcher.stop(settings)
+    assert launcher._create_txn_tables(settings, launcher.find_java()) == ()  # a database that has them: as it is
 
 
 def test_a_home_keeps_the_version_that_created_its_database(tmp_path: Path) -> None:

@@ -16,7 +16,9 @@ home directory:
   ``hadoop`` (``spark.sqlext.metastore.hadoop.<key>`` keys, ``--hadoop-conf KEY=VALUE``), e.g. a
   ``fs.viewfs.mounttable.*`` mount table, ``fs.defaultFS`` or ``fs.s3a.*`` credentials. Other files of that
   dir (``hdfs-site.xml``) are on the classpath as they are;
-- ``metastore_db/``       the Derby database (Derby backend);
+- ``metastore_db/``       the Derby database (Derby backend), with Hive's transaction tables (``HIVE_LOCKS``,
+  ``TXNS``, ...) created before each start where missing (:mod:`sqlext.catalog.metastore.txn_tables`), which
+  the lock and transaction calls need and DataNucleus does not create;
 - ``warehouse/``          the default warehouse dir, unless another is given;
 - ``metastore-<port>.pid`` and ``logs/metastore-<port>.log``.
 
@@ -38,7 +40,7 @@ from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
 from sqlext import process
-from sqlext.catalog.metastore import bound, versions
+from sqlext.catalog.metastore import bound, txn_tables, versions
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.config import SqlextConfig
@@ -51,6 +53,8 @@ MAIN_CLASS = bound.MAIN_CLASS
 HIVE_MAIN_CLASS = versions.HIVE_MAIN_CLASS
 DEFAULT_PORT = 9083
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
+#: The file in a Derby database's dir saying that its transaction tables were created (for which Hive version).
+TXN_TABLES_MARKER = "sqlext-txn-tables"
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +258,9 @@ def start(settings: MetastoreSettings) -> StartResult:
             settings.host,
             settings.port,
         )
-    pid = process.spawn(_command(settings, java), settings.log_file, settings.home)
+    command = _command(settings, java)
+    _create_txn_tables(settings, java)
+    pid = process.spawn(command, settings.log_file, settings.home)
     settings.pid_file.write_text(str(pid))
     return _wait_until_answering(settings, pid)
 
@@ -318,6 +324,29 @@ def _mapping(settings: MetastoreSettings, release: versions.Release) -> tuple[tu
     shutil.copyfile(release.derby_mapping, settings.conf_dir / release.derby_mapping.name)
     name = release.derby_mapping.stem.removeprefix("package-")
     return (("datanucleus.mapping", name),)
+
+
+def _create_txn_tables(settings: MetastoreSettings, java: str) -> tuple[str, ...]:
+    """Create Hive's transaction tables the database lacks, through the ``hive-site.xml`` just written (the lock and
+    transaction calls need them; DataNucleus does not create them); return those created."""
+    release = versions.release(settings.version)
+    # A Derby database that got them says so in a file of its own dir, which goes with it: the check is a JVM
+    # run (about 1 s) that a start need not repeat. A PostgreSQL database is checked at every start.
+    marker = settings.home / "metastore_db" / TXN_TABLES_MARKER if settings.backend is Backend.DERBY else None
+    if marker is not None and marker.is_file() and marker.read_text().strip() == release.version.value:
+        return ()
+    _, _, driver_jar = settings.connection()
+    drivers = [str(driver_jar)] if driver_jar is not None else [str(j) for j in release.jars_dir().glob("derby*.jar")]
+    created = txn_tables.ensure(
+        java,
+        (settings.conf_dir / "hive-site.xml").resolve(),
+        txn_tables.ddl_file(release.version.value, settings.backend.value),
+        drivers,
+        (settings.home / "logs" / "derby.log").resolve(),
+    )
+    if marker is not None:
+        marker.write_text(release.version.value + "\n")
+    return created
 
 
 def _write_hive_site(settings: MetastoreSettings, extra: tuple[tuple[str, str], ...] = ()) -> None:

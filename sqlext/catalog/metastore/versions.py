@@ -12,7 +12,9 @@ settings it needs beyond ``conf/hive-site.xml.template``:
   (~111 MB), run by Hive's own ``HiveMetaStore`` with ``metastore.thrift.bind.host``.
 
 The schema is created on first start by DataNucleus (``datanucleus.schema.autoCreateAll``): Hive's
-``schematool`` needs the SQL scripts of the binary tarball, which Maven Central does not carry.
+``schematool`` needs the SQL scripts of the binary tarball, which Maven Central does not carry. DataNucleus
+does not create Hive's transaction tables (the lock and transaction calls need them): sqlext creates each
+version's before each start, from its DDL in ``txn/`` (:mod:`sqlext.catalog.metastore.txn_tables`).
 A home's database holds one version's schema, so a home remembers the version that created it.
 """
 
