@@ -128,7 +128,7 @@ def test_a_home_made_without_the_transaction_tables_gets_them_at_its_next_start(
     finally:
         launcher.stop(settings)
     assert "Created Hive's transaction tables TXNS, TXN_COMPONENTS," in caplog.text
-    marker = settings.home / "metastore_db" / launcher.TXN_TABLES_MARKER
+    marker = settings.derby_dir / launcher.TXN_TABLES_MARKER
     assert marker.read_text().strip() == "2.3"  # later starts skip the check
     # A database that has them is left as it is (the check itself, without the marker).
     marker.unlink()
@@ -239,7 +239,7 @@ def test_postgres_backed_metastore_creates_its_schema_and_serves(postgres: Postg
             table = client.get_table("pg_db", "events")
             assert table is not None and [c.name for c in table.partitionKeys] == ["dt", "hr"]
             assert_locks_are_served(client, "pg_db", "events")
-        assert not (settings.home / "metastore_db").exists()  # nothing went to Derby
+        assert not settings.derby_dir.exists()  # nothing went to Derby
     finally:
         launcher.stop(settings)
 

@@ -171,14 +171,18 @@ class MetastoreSettings:
     def conf_dir(self) -> Path:
         return self.home / "conf"
 
+    @property
+    def derby_dir(self) -> Path:
+        """The Derby database's dir (Derby backend)."""
+        return self.home / "metastore_db"
+
     def connection(self) -> tuple[str, str, Path | None]:
         """(JDBC URL, driver class, extra driver jar) of the backend."""
         if self.backend is Backend.POSTGRES:
             assert self.jdbc_url is not None
             return self.jdbc_url, "org.postgresql.Driver", self.jdbc_driver_jar or DEFAULT_POSTGRES_JAR
-        derby_dir = (self.home / "metastore_db").resolve()
         return (
-            f"jdbc:derby:;databaseName={derby_dir};create=true",
+            f"jdbc:derby:;databaseName={self.derby_dir.resolve()};create=true",
             "org.apache.derby.jdbc.EmbeddedDriver",
             None,
         )
@@ -332,7 +336,7 @@ def _create_txn_tables(settings: MetastoreSettings, java: str) -> tuple[str, ...
     release = versions.release(settings.version)
     # A Derby database that got them says so in a file of its own dir, which goes with it: the check is a JVM
     # run (about 1 s) that a start need not repeat. A PostgreSQL database is checked at every start.
-    marker = settings.home / "metastore_db" / TXN_TABLES_MARKER if settings.backend is Backend.DERBY else None
+    marker = settings.derby_dir / TXN_TABLES_MARKER if settings.backend is Backend.DERBY else None
     if marker is not None and marker.is_file() and marker.read_text().strip() == release.version.value:
         return ()
     _, _, driver_jar = settings.connection()
