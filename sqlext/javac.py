@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -71,3 +72,15 @@ def compile_sources(java: str, jars: Sequence[Path], out: Path, sources: Sequenc
         return
     output = (result.stderr + result.stdout).strip()
     raise JavaCompileError(output, "jdk.compiler" in output and "not found" in output.lower())
+
+
+def jar_of(classes: Path, name: str) -> Path:
+    """The jar ``name`` in ``classes`` (a dir of :func:`compiled`) holding its classes; written first if missing."""
+    jar = classes / name
+    if not jar.is_file():
+        scratch = jar.with_suffix(".tmp")
+        with zipfile.ZipFile(scratch, "w") as out:
+            for path in sorted(classes.rglob("*.class")):
+                out.write(path, path.relative_to(classes).as_posix())
+        scratch.rename(jar)
+    return jar

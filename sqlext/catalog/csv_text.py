@@ -219,11 +219,14 @@ class CsvTextForm:
 
     # -- reading ------------------------------------------------------------------------------------
 
-    def _field(self, line_end: str, char: Callable[[str], str] | None = None, open_quote: bool = False) -> str:
+    def _field(
+        self, line_end: str, char: Callable[[str], str] | None = None, open_quote: bool = False, text_end: str = "\\z"
+    ) -> str:
         """A Java regex matching one field, ended by the delimiter or ``line_end`` (a lookahead). Runs of
         plain characters are matched possessively, so a long value does not deepen the regex's recursion.
         ``char`` writes a character as a regex atom (default: Java's); ``open_quote`` adds, before the
-        unquoted form, a quoted field whose closing quote is not in the text (it runs to the text's end)."""
+        unquoted form, a quoted field whose closing quote is not in the text (it runs to ``text_end``, the
+        text's end: Java's ``\\z``, Python's ``\\Z``)."""
         char = char or _regex_char
         d, e = char(self.delimiter), char(self.escape)
         unquoted = f"(?:[^{e}{d}\\r\\n]++|{e}.)*+"
@@ -231,18 +234,19 @@ class CsvTextForm:
             return unquoted
         q = char(self.quote)
         inside = f"(?:[^{q}{e}]++|{q}{q}|{e}.)*+" if self.escape_declared else f"(?:[^{q}]++|{q}{q})*+"
-        unclosed = f"{q}{inside}\\Z|" if open_quote else ""
+        unclosed = f"{q}{inside}{text_end}|" if open_quote else ""
         return f"(?:{q}{inside}{q}(?={d}|{line_end})|{unclosed}{unquoted})"
 
     def _pattern(self) -> str:
         """A Java regex matching the delimiter before a field, and the field (group 1), in one record."""
         return f"(?s){_regex_char(self.delimiter)}({self._field('$')})"
 
-    def record_pattern(self) -> str:
+    def record_pattern(self, more_text: bool = False) -> str:
         """A Java regex matching one record of a file's text (group 1), and the line break after it: a
-        quoted field may hold line breaks (Flink's csv quotes such values)."""
+        quoted field may hold line breaks (Flink's csv quotes such values). ``more_text``: as
+        :meth:`python_record_pattern`'s."""
         end = "\\r\\n|\\n|\\r|\\z"
-        field = self._field(f"(?:{end})")
+        field = self._field(f"(?:{end})", open_quote=more_text)
         return f"(?s)(?!\\z)({field}(?:{_regex_char(self.delimiter)}{field})*+)(?:{end})?"
 
     def python_record_pattern(self, more_text: bool) -> str:
@@ -250,7 +254,7 @@ class CsvTextForm:
         text is a piece of a longer one, so a quoted field not closed in it takes the rest of the piece
         (a record that reaches the piece's end is the only one that more text can change)."""
         end = "\\r\\n|\\n|\\r|\\Z"
-        field = self._field(f"(?:{end})", _python_regex_char, open_quote=more_text)
+        field = self._field(f"(?:{end})", _python_regex_char, open_quote=more_text, text_end="\\Z")
         return f"(?s)(?!\\Z)({field}(?:{_python_regex_char(self.delimiter)}{field})*+)(?:{end})?"
 
     def unescape(self, raw: SparkColumn, quoted: bool = False) -> SparkColumn:

@@ -63,9 +63,10 @@ Forms written:
   columns are refused at CREATE TABLE (as Flink's csv refuses them). sqlext's filesystem source reads this
   form, and also what Flink's csv writes: a field quoted with `csv.quote-character` (`""` for a quote inside;
   escapes inside only when `csv.escape-character` is declared, as Flink writes them), line breaks inside
-  quotes (with a quote character each csv file is read whole, as Flink reads one, so a file must fit in a
-  task's memory, and Spark's streaming progress counts it as one input row; `csv.disable-quote-character`
-  = `true` reads line by line), the bare null literal, and an empty field of a non-string column as NULL.
+  quotes (a file is read as lines, streamed and split across tasks, and the lines are joined into records on
+  the executors' JVMs, in the memory of one record; Spark's streaming progress counts lines as input rows;
+  `csv.disable-quote-character` = `true` reads line by line), the bare null literal, and an empty field of a
+  non-string column as NULL.
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`

@@ -22,7 +22,6 @@ import json
 import logging
 import re
 import threading
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -128,9 +127,7 @@ def _install(spark_context: Any, jvm: Any, conf: Any) -> bool:
     except javac.JavaCompileError as exc:
         log.warning("s3a:// tables are committed by copying each file: sqlext's committer did not compile: %s", exc)
         return False
-    jar = classes / "sqlext-s3a-committer.jar"
-    if not jar.is_file():
-        _write_jar(classes, jar)
+    jar = javac.jar_of(classes, "sqlext-s3a-committer.jar")
     urls = spark_context._gateway.new_array(jvm.java.net.URL, 1)
     urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
     # The loader of every Hadoop configuration the session derives from this one (they copy it).
@@ -138,14 +135,6 @@ def _install(spark_context: Any, jvm: Any, conf: Any) -> bool:
     spark_context._jsc.addJar(str(jar))
     log.info("s3a:// tables: each file is written once, as a multipart upload completed at commit (%s)", jar)
     return True
-
-
-def _write_jar(classes: Path, jar: Path) -> None:
-    scratch = jar.with_suffix(".tmp")
-    with zipfile.ZipFile(scratch, "w") as out:
-        for path in sorted(classes.rglob("*.class")):
-            out.write(path, path.relative_to(classes).as_posix())
-    scratch.rename(jar)
 
 
 def pending_uploads(fs: FileSystem, directory: str) -> list[dict[str, Any]]:

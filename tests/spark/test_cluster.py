@@ -240,3 +240,40 @@ def _rows_per_partition(client: MetastoreClient) -> dict[str, int]:
     names = client.get_partition_names("cluster_db", "dst")
     partitions = client.get_partitions_by_names("cluster_db", "dst", names) if names else []
     return {f"dt={p.values[0]}/hr={p.values[1]}": int(p.parameters.get("numRows", "-1")) for p in partitions}
+
+
+def test_a_csv_file_split_across_executors_gives_each_multi_line_record_once(
+    spark_cluster: SparkCluster, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    # Every fourth record has a quoted field with line breaks and doubled quotes; 4 KB ranges put record starts,
+    # record ends and the lines of one record in ranges that the two workers' executors read apart.
+    notes = {i: f'line one\nline "two" of {i}' if i % 4 == 0 else f"plain {i}" for i in range(2000)}
+    quoted = {i: '"' + note.replace('"', '""') + '"' if "\n" in note else note for i, note in notes.items()}
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "events.csv").write_text("".join(f"{i},{text}\n" for i, text in quoted.items()))
+    job = tmp_path / "job.sql"
+    job.write_text(f"""CREATE DATABASE IF NOT EXISTS cluster_csv_db;
+SET 'execution.runtime-mode' = 'batch';
+CREATE TABLE cluster_csv_db.src (id BIGINT, note STRING)
+  WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "input").as_uri()}', 'format' = 'csv');
+CREATE TABLE cluster_csv_db.dst (id BIGINT, note STRING)
+  WITH ('connector' = 'filesystem', 'path' = '{(tmp_path / "dst").as_uri()}', 'format' = 'parquet');
+INSERT INTO cluster_csv_db.dst SELECT id, note FROM cluster_csv_db.src;
+""")
+    conf = {
+        "spark.master": spark_cluster.master_url,
+        "spark.sqlext.metastore.uris": metastore.uri,
+        "spark.sql.files.maxPartitionBytes": "4096",
+        "spark.ui.enabled": "false",
+        **EXECUTOR_CONF,
+    }
+    apps_before = set().union(*spark_cluster.executor_apps_per_worker())
+    run = subprocess.run(
+        _sqlext(["run", str(job), *_flags(conf)]), env=_env(tmp_path), capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "csv records are joined on the JVM" in run.stderr, run.stderr[-3000:]
+    rows = ds.dataset(tmp_path / "dst", format="parquet").to_table().to_pylist()
+    assert sorted((row["id"], row["note"]) for row in rows) == sorted(notes.items()), "records lost, split or doubled"
+    new_apps = [apps - apps_before for apps in spark_cluster.executor_apps_per_worker()]
+    assert all(new_apps), f"the insert had an executor on each worker: {new_apps}"

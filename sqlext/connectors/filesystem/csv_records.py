@@ -18,6 +18,10 @@ lines of each range into records:
 
 Memory is one batch of lines and the longest record (a quote never closed makes the rest of the file one
 record, as Flink's reader sees it too).
+
+``CsvRecordJoiner.java`` (:mod:`sqlext.connectors.filesystem.csv_records_jvm`) joins by these rules on the
+executors' JVMs, and :func:`records` runs it wherever it can; :class:`RecordJoiner` is the path of a session
+without a JVM of its own (Spark Connect) or without a Java compiler.
 """
 
 from __future__ import annotations
@@ -41,10 +45,14 @@ BLOCK_END = "__sqlext_block_end"
 _CHUNK = 1 << 20
 
 
-def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame:
+def records(
+    files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hadoop: Mapping[str, str], on_jvm: bool = True
+) -> DataFrame:
     """The lines of ``files`` (a text read with ``lineSep='\\n'``) as one row per csv record: ``value`` is the
     record, followed by ``columns`` (of the record's file; ``_metadata`` too when a caller needs it, as a plain
-    column). Only these go through Python and back: each column costs its bytes twice for every line."""
+    column). The records are joined on the JVM (:mod:`sqlext.connectors.filesystem.csv_records_jvm`) unless
+    ``on_jvm`` is false or it cannot run there; else in Python, where each column costs its bytes twice for every
+    line."""
     from pyspark.sql import functions as F
 
     carried = files.select(VALUE, *columns)
@@ -55,6 +63,11 @@ def records(files: DataFrame, columns: Sequence[Column], form: CsvTextForm, hado
         F.col("_metadata.file_block_start").alias(BLOCK_START),
         (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(BLOCK_END),
     )
+    from sqlext.connectors.filesystem.csv_records_jvm import jvm_records
+
+    joined = jvm_records(framed, len(carried.columns), form, hadoop) if on_jvm else None
+    if joined is not None:
+        return joined
     with warnings.catch_warnings():
         # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
         warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)

@@ -73,23 +73,29 @@ def test_pieces_give_the_records_of_the_whole_text(name: str) -> None:
         assert found == _expected(form, text), seed
 
 
-def _read(spark: Any, path: Path, form: CsvTextForm) -> list[str]:
+def _read(spark: Any, path: Path, form: CsvTextForm, on_jvm: bool) -> list[str]:
     from pyspark.sql import functions as F
 
     files = spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(path))
-    rows = records(files, [F.col("_metadata.file_name").alias("file")], form, {}).collect()
+    joined = records(files, [F.col("_metadata.file_name").alias("file")], form, {}, on_jvm)
+    assert ("MapPartitions" if on_jvm else "MapInArrow") in joined._jdf.queryExecution().analyzed().toString()
+    rows = joined.collect()
     by_file: dict[str, list[str]] = {}
     for row in rows:
         by_file.setdefault(row.file, []).append(row.value)
     return [value for file in sorted(by_file) for value in by_file[file]]
 
 
+@pytest.mark.parametrize("on_jvm", [True, False], ids=["jvm", "python"])
 @pytest.mark.parametrize("name", list(FORMS))
-def test_split_files_read_as_whole_files(spark: Any, tmp_path: Path, name: str) -> None:
+def test_split_files_read_as_whole_files(spark: Any, tmp_path: Path, name: str, on_jvm: bool) -> None:
     form = FORMS[name]
     expected = []
     for index in range(2):
-        text = _text(index, form) + ("" if index else f"99{form.delimiter}{form.quote}never closed\nafter\n")
+        # A record of 3,000 lines (longer than the JVM joiner's block of lines) in the second file.
+        d, q = form.delimiter, form.quote
+        long = f"13{d}{q}" + "a line of a long value\n" * 3000 + f"{q}{d}x\n"
+        text = _text(index, form) + (long if index else f"99{form.delimiter}{form.quote}never closed\nafter\n")
         (tmp_path / f"part-{index}.csv").write_bytes(text.encode("utf-8"))
         expected.extend(_expected(form, text))
     previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
@@ -97,7 +103,7 @@ def test_split_files_read_as_whole_files(spark: Any, tmp_path: Path, name: str) 
         for split in ("397", "128MB"):
             spark.conf.set("spark.sql.files.maxPartitionBytes", split)
             spark.conf.set("spark.sql.files.openCostInBytes", "0")
-            assert _read(spark, tmp_path, form) == expected, split
+            assert _read(spark, tmp_path, form, on_jvm) == expected, split
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
         spark.conf.unset("spark.sql.files.openCostInBytes")
