@@ -4,7 +4,9 @@ parquet, the same Flink SQL as ``bench/flink_sink.py`` (source with a watermark,
 
 - ``flink csv->csv``: Flink 2.3's filesystem source and sink (PyFlink mini-cluster, ``success-file``);
 - ``sqlext csv->csv``, ``sqlext csv->parquet``, ``sqlext parquet->parquet``: ``sqlext run``
-  (``metastore,success-file``).
+  (``metastore,success-file``), its driver started from the class data sharing archive (docs/operations.md;
+  the warm-up round writes it when there is none);
+- ``sqlext csv->csv, no class archive``: the same with ``spark.sqlext.driver.class-sharing=false``.
 
     python -m bench.csv_source [--rows 3000000] [--files 1] [--repeats 1] [--mode streaming|batch]
                                [--no-warmup] [--inputs DIR]
@@ -30,12 +32,15 @@ from bench.flink_sink import (
     write_input,
 )
 
+#: sqlext csv->csv with its driver started without the class data sharing archive (docs/operations.md).
+NO_ARCHIVE = "sqlext csv->csv, no class archive"
 #: variant -> (engine, source format, sink format)
 VARIANTS = {
     "flink csv->csv": ("flink", "csv", "csv"),
     "sqlext csv->csv": ("sqlext", "csv", "csv"),
     "sqlext csv->parquet": ("sqlext", "csv", "parquet"),
     "sqlext parquet->parquet": ("sqlext", "parquet", "parquet"),
+    NO_ARCHIVE: ("sqlext", "csv", "csv"),
 }
 
 
@@ -87,7 +92,8 @@ def run_round(
         if engine == "flink":
             argv = flink_command(work, source_format, mode, inputs[source_format])
         else:
-            argv = sqlext_command(work, source_format, mode, inputs[source_format], hms_uri, sink_format)
+            extra = {"spark.sqlext.driver.class-sharing": "false"} if variant == NO_ARCHIVE else {}
+            argv = sqlext_command(work, source_format, mode, inputs[source_format], hms_uri, sink_format, extra)
         seconds[variant] = run_process(argv, envs[engine], work / "process.log")
         written = count_rows(work / "table", sink_format, hours)
         assert written == rows, f"{variant}: {written} rows, expected {rows}"

@@ -141,13 +141,20 @@ def sqlext_script(work: Path, fmt: str, mode: str, source: Path, sink_format: st
 
 
 def sqlext_command(
-    work: Path, fmt: str, mode: str, source: Path, metastore_uri: str, sink_format: str | None = None
+    work: Path,
+    fmt: str,
+    mode: str,
+    source: Path,
+    metastore_uri: str,
+    sink_format: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> list[str]:
     script = sqlext_script(work, fmt, mode, source, sink_format)
     conf = {
         "spark.sqlext.metastore.uris": metastore_uri,
         "spark.ui.enabled": "false",
         "spark.sqlext.checkpoint.root": (work / "checkpoints").as_uri(),
+        **(extra or {}),
     }
     return [sys.executable, "-m", "sqlext.cli", "run", str(script), *(f"--conf={k}={v}" for k, v in conf.items())]
 

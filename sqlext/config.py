@@ -38,6 +38,7 @@ CHECKPOINT_ROOT = PREFIX + "checkpoint.root"
 SESSION_PREFIX = PREFIX + "session."
 METRICS_PORT = PREFIX + "metrics.port"
 METRICS_HOST = PREFIX + "metrics.host"
+DRIVER_CLASS_SHARING = PREFIX + "driver.class-sharing"
 
 #: Every key sqlext reads, with its meaning (the reference in README is written from this).
 KEYS: dict[str, str] = {
@@ -63,6 +64,9 @@ KEYS: dict[str, str] = {
     METRICS_PORT: "Port of the Prometheus endpoint (/metrics) and live status page (/) of a process running inserts. "
     "Unset: none; 0: a free port, logged.",
     METRICS_HOST: "Address the metrics endpoint listens on (default 127.0.0.1; 0.0.0.0 for every interface).",
+    DRIVER_CLASS_SHARING: "Whether a Spark driver JVM that sqlext launches starts from a class data sharing archive "
+    "of the classes Spark loads (default true; the first such driver writes it, about 200 MB, to "
+    "~/.cache/sqlext/class-sharing as it exits; docs/operations.md).",
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
     PREFIX + "gateway.*": (
         "The gateway's authentication, authorization, admins and TLS (declared in sqlext.gateway.security.KEYS)."
@@ -125,6 +129,19 @@ class SqlextConfig:
                 option=METASTORE_RETRY_DEADLINE,
                 value=raw,
             ) from None
+
+    @property
+    def driver_class_sharing(self) -> bool:
+        """Whether a driver JVM that sqlext launches uses a class data sharing archive
+        (``spark.sqlext.driver.class-sharing``, :mod:`sqlext.spark.class_sharing`)."""
+        raw = self.values.get(DRIVER_CLASS_SHARING, "true")
+        if raw.strip().lower() not in ("true", "false"):
+            raise ConfigError(
+                f"Invalid value for '{DRIVER_CLASS_SHARING}': '{raw}'. Expected true or false.",
+                option=DRIVER_CLASS_SHARING,
+                value=raw,
+            )
+        return raw.strip().lower() == "true"
 
     @property
     def home(self) -> Path:

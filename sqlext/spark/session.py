@@ -32,6 +32,7 @@ from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfi
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
+from sqlext.spark import class_sharing
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -62,7 +63,17 @@ def spark_session(
 
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
     # A JVM started here gets ``conf`` too: its launch settings (spark.driver.memory) apply only then.
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list((conf or {}).items())))
+    launch = SparkConf(loadDefaults=False).setAll(list((conf or {}).items()))
+    shared = None
+    if SqlextConfig.load(conf or {}).driver_class_sharing:
+        shared = class_sharing.share_classes(conf or {})
+    try:
+        SparkContext._ensure_initialized(conf=launch)
+    except Exception:
+        if shared is None:
+            raise
+        class_sharing.unusable(shared)
+        SparkContext._ensure_initialized(conf=launch)
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)

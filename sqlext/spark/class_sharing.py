@@ -1,0 +1,138 @@
+"""Class data sharing for the Spark driver JVMs that sqlext launches: the classes a driver loads, kept in a file.
+
+A Spark driver loads and verifies tens of thousands of classes as it starts (Spark, Hive's client, Hadoop,
+Parquet), the same ones at every start: seconds of each ``sqlext run``. The JDK's dynamic class data sharing
+archive (JEP 350, Java 13 and later) keeps them in a file the next JVM maps in. The first driver that sqlext
+launches with a given Java, Spark and driver class path writes the archive as it exits
+(``-XX:ArchiveClassesAtExit``, which makes that one exit a few seconds longer); the drivers after it start from it
+(``-XX:SharedArchiveFile``). The archive lives in sqlext's cache dir (:func:`sqlext.javac.cache_dir`), named after
+what it depends on, so another Java or Spark writes its own; a JVM that finds an archive it cannot use starts as
+it would without one. Only a JVM that sqlext itself launches gets it: under ``spark-submit`` the JVM is already
+running. ``spark.sqlext.driver.class-sharing=false`` turns it off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import logging
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlext.javac import cache_dir
+
+log = logging.getLogger(__name__)
+
+#: The driver JVM options spark-submit adds for the JVM it launches (besides ``spark.driver.*JavaOptions``).
+SUBMIT_OPTS_ENV = "SPARK_SUBMIT_OPTS"
+#: How long the process that writes the archive waits, at its exit, for its JVM to have written it.
+WRITE_WAIT_S = 300.0
+#: The settings that change which classes the driver loads from its class path.
+_CLASS_PATH_KEYS = ("spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
+
+
+def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
+    """Where the archive of a driver with ``conf`` (and ``java``, default ``JAVA_HOME``'s or the one on the
+    ``PATH``) is kept."""
+    import pyspark
+
+    java = java or _java()
+    parts = [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
+    parts += [f"{key}={conf.get(key, '')}" for key in _CLASS_PATH_KEYS]
+    key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return cache_dir() / "class-sharing" / f"spark-driver-{key}.jsa"
+
+
+def share_classes(conf: Mapping[str, str]) -> Path | None:
+    """Make the driver JVM this process launches next start from the archive, or write it when there is none
+    yet (see the module docstring). Call it before the JVM starts; a no-op under ``spark-submit``. Returns the
+    archive the JVM is to start from (None: none yet, or not launched here)."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    archive = archive_path(conf)
+    _remove_abandoned(archive)
+    if archive.is_file():
+        _set_options(f"-XX:SharedArchiveFile={archive}")
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    scratch = _scratch(archive, os.getpid())
+    _set_options(f"-XX:ArchiveClassesAtExit={scratch}")
+    atexit.register(_keep_archive, scratch, archive)
+    log.info("the Spark driver's classes are written to %s as it exits, for later starts", archive)
+    return None
+
+
+def unusable(archive: Path) -> None:
+    """The JVM did not start from ``archive``: remove it (the next start writes it again) and start without."""
+    log.warning("the Spark driver did not start from its class archive %s: removed, starting without it", archive)
+    archive.unlink(missing_ok=True)
+    _set_options("")
+
+
+def _set_options(option: str) -> None:
+    # The JVM's own note when it cannot use an archive (another class path) goes nowhere: it then starts without.
+    options = f"{option} {_QUIET}" if option else ""
+    kept = [o for o in os.environ.get(SUBMIT_OPTS_ENV, "").split() if not o.startswith(_OPTION_PREFIXES)]
+    os.environ[SUBMIT_OPTS_ENV] = " ".join([*kept, *options.split()])
+
+
+_QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+_OPTION_PREFIXES = ("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit=", *_QUIET.split())
+
+
+def _scratch(archive: Path, pid: int) -> Path:
+    return archive.with_name(f"{archive.stem}.{pid}.jsa.tmp")
+
+
+def _remove_abandoned(archive: Path) -> None:
+    """Remove archives being written by processes that are gone (killed before their JVM wrote them whole)."""
+    for scratch in archive.parent.glob(f"{archive.stem}.*.jsa.tmp"):
+        pid = scratch.name[len(archive.stem) + 1 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            scratch.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _keep_archive(scratch: Path, archive: Path) -> None:
+    """At this process's exit: end the JVM (it ends when its stdin closes), wait for it to have written the
+    archive, and put the archive in its place if the JVM ended well."""
+    proc = _jvm_process()
+    try:
+        if proc is not None and proc.poll() is None:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=WRITE_WAIT_S)
+        if proc is not None and proc.returncode == 0 and scratch.is_file() and not archive.exists():
+            os.replace(scratch, archive)
+            log.info("wrote the Spark driver's class archive %s", archive)
+    except Exception as exc:  # a later start writes it again
+        log.debug("no class archive kept: %s", exc)
+    finally:
+        scratch.unlink(missing_ok=True)
+
+
+def _jvm_process() -> Any:
+    from pyspark import SparkContext
+
+    return getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java") or "java"
