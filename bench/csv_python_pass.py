@@ -5,7 +5,8 @@ record-joining step done in several ways, interleaved in a rotating order:
 - ``lines only``: Spark's text source alone, no parse; ``parquet``: the same rows as one parquet file, read whole
   (what the parquet source costs for the same rows);
 - ``no python``: the lines taken as records, no Python pass (the floor: wrong for a record with a line break);
-- ``mapInArrow``: this tree's ``csv_records.records`` (the source as it is);
+- ``mapInArrow``: this tree's ``csv_records.records`` (the source as it is; since 2026-11-27 it joins records on
+  the JVM, ``CsvRecordJoiner.java``, so the name is historical);
 - ``arrow_udf, text only``: a scalar iterator Arrow UDF given each line's text that returns nulls, then
   ``explode(coalesce(result, array(value)))`` (the floor of any per-line UDF);
 - ``mapInArrow identity``: a ``mapInArrow`` that returns its batches as they came, then the field parse (the floor

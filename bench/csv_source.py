@@ -6,7 +6,7 @@ parquet, the same Flink SQL as ``bench/flink_sink.py`` (source with a watermark,
 - ``sqlext csv->csv``, ``sqlext csv->parquet``, ``sqlext parquet->parquet``: ``sqlext run``
   (``metastore,success-file``), its driver started from the class data sharing archive (docs/operations.md;
   the warm-up round writes it when there is none);
-- ``sqlext csv->csv, no class archive``: the same with ``spark.sqlext.driver.class-sharing=false``.
+- ``sqlext csv->csv without archive``: the same with ``spark.sqlext.driver.class-sharing=false``.
 
     python -m bench.csv_source [--rows 3000000] [--files 1] [--repeats 1] [--mode streaming|batch]
                                [--no-warmup] [--inputs DIR]
@@ -33,7 +33,7 @@ from bench.flink_sink import (
 )
 
 #: sqlext csv->csv with its driver started without the class data sharing archive (docs/operations.md).
-NO_ARCHIVE = "sqlext csv->csv, no class archive"
+NO_ARCHIVE = "sqlext csv->csv without archive"
 #: variant -> (engine, source format, sink format)
 VARIANTS = {
     "flink csv->csv": ("flink", "csv", "csv"),

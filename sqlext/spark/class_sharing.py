@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlext.javac import cache_dir
+from sqlext.process import alive
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,9 @@ log = logging.getLogger(__name__)
 SUBMIT_OPTS_ENV = "SPARK_SUBMIT_OPTS"
 #: How long the process that writes the archive waits, at its exit, for its JVM to have written it.
 WRITE_WAIT_S = 300.0
-#: The settings that change which classes the driver loads from its class path.
-_CLASS_PATH_KEYS = ("spark.driver.extraClassPath", "spark.driver.extraLibraryPath")
+#: The settings and environment variables that change the driver's class path.
+_CLASS_PATH_KEYS = ("spark.driver.extraClassPath",)
+_CLASS_PATH_ENV = ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR")
 
 
 def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
@@ -42,6 +44,7 @@ def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
     java = java or _java()
     parts = [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
     parts += [f"{key}={conf.get(key, '')}" for key in _CLASS_PATH_KEYS]
+    parts += [f"{name}={os.environ.get(name, '')}" for name in _CLASS_PATH_ENV]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return cache_dir() / "class-sharing" / f"spark-driver-{key}.jsa"
 
@@ -93,18 +96,8 @@ def _remove_abandoned(archive: Path) -> None:
     """Remove archives being written by processes that are gone (killed before their JVM wrote them whole)."""
     for scratch in archive.parent.glob(f"{archive.stem}.*.jsa.tmp"):
         pid = scratch.name[len(archive.stem) + 1 :].split(".", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             scratch.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _keep_archive(scratch: Path, archive: Path) -> None:

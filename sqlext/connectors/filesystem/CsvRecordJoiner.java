@@ -115,15 +115,25 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
         }
 
         void feedSpans(String piece, List<String> found, List<Long> offsets) {
-            String text = pending.isEmpty() ? piece : pending + piece;
+            spans(form.more, pending.isEmpty() ? piece : pending + piece, true, found, offsets);
+        }
+
+        /** The records of what is pending at the end of the file (an unclosed quote reads as unquoted). */
+        void finish(List<String> found, List<Long> offsets) {
+            spans(form.last, pending, false, found, offsets);
+        }
+
+        /** The records of {@code text} and their byte offsets; with {@code more}, one that reaches the text's end
+         * is kept pending instead. */
+        private void spans(Pattern records, String text, boolean more, List<String> found, List<Long> offsets) {
             pending = "";
             int position = 0;
             long at = offset;
-            Matcher match = form.more.matcher(text);
+            Matcher match = records.matcher(text);
             while (match.find()) {
                 at += bytes(text, position, match.start());
                 position = match.start();
-                if (match.end(1) == text.length()) {
+                if (more && match.end(1) == text.length()) {
                     pending = text.substring(position);
                     break;
                 }
@@ -131,21 +141,6 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
                 offsets.add(at);
             }
             offset = pending.isEmpty() ? at + bytes(text, position, text.length()) : at;
-        }
-
-        void finish(List<String> found, List<Long> offsets) {
-            String text = pending;
-            pending = "";
-            int position = 0;
-            long at = offset;
-            Matcher match = form.last.matcher(text);
-            while (match.find()) {
-                at += bytes(text, position, match.start());
-                position = match.start();
-                found.add(match.group(1));
-                offsets.add(at);
-            }
-            offset = at + bytes(text, position, text.length());
         }
     }
 

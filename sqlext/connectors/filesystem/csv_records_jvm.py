@@ -29,8 +29,8 @@ CLASS = "io.sqlext.csv.CsvRecordJoiner"
 JAR = "sqlext-csv-records.jar"
 
 _lock = threading.Lock()
-#: SparkContext (its JVM object's id) -> the joiner's class there, or None where it cannot load.
-_loaded: dict[int, Any] = {}
+#: SparkContext (its JVM object's id, its application) -> the joiner's class there, or None where it cannot load.
+_loaded: dict[tuple[int, str], Any] = {}
 
 
 def jvm_records(framed: DataFrame, width: int, form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame | None:
@@ -69,7 +69,8 @@ def _joiner_class(frame: DataFrame) -> Any:
         return None
     context = frame.sparkSession.sparkContext
     with _lock:
-        key = id(context._jsc)
+        # A new SparkContext (in the same JVM) needs the jar added again: its executors start without it.
+        key = (id(context._jsc), context.applicationId)
         if key not in _loaded:
             _loaded[key] = _load(context)
         return _loaded[key]
