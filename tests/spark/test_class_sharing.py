@@ -20,8 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 def _run(script: Path, metastore: MetastoreSettings, cache: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
     argv = [sys.executable, "-m", "sqlext.cli", "run", str(script), "--metastore-uri", metastore.uri]
+    # In the test's dir: the JVM that maps a cut archive crashes and leaves its hs_err_pid log in its cwd.
     return subprocess.run(
-        [*argv, "--conf", "spark.ui.enabled=false"], env=env, capture_output=True, text=True, timeout=600
+        [*argv, "--conf", "spark.ui.enabled=false"],
+        env=env,
+        cwd=cache.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -48,3 +54,4 @@ def test_the_first_driver_writes_the_archive_the_next_starts_from_it_and_a_broke
     assert third.returncode == 0 and "42" in third.stdout.splitlines(), third.stderr[-3000:]
     assert "did not start from its class archive" in third.stderr
     assert not archive.exists()
+    assert list(tmp_path.glob("hs_err_pid*.log")), "the crash of the JVM that mapped it"
