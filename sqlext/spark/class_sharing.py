@@ -3,17 +3,19 @@
 A Spark driver loads and verifies tens of thousands of classes as it starts (Spark, Hive's client, Hadoop,
 Parquet), the same ones at every start: seconds of each ``sqlext run``. The JDK's dynamic class data sharing
 archive (JEP 350, Java 13 and later) keeps them in a file the next JVM maps in. The first driver that sqlext
-launches with a given Java, Spark and driver class path writes the archive as it exits
-(``-XX:ArchiveClassesAtExit``, which makes that one exit a few seconds longer); the drivers after it start from it
-(``-XX:SharedArchiveFile``). The archive lives in sqlext's cache dir (:func:`sqlext.javac.cache_dir`), named after
-what it depends on, so another Java or Spark writes its own; a JVM that finds an archive it cannot use starts as
-it would without one. Only a JVM that sqlext itself launches gets it: under ``spark-submit`` the JVM is already
-running. ``spark.sqlext.driver.class-sharing=false`` turns it off.
+launches with a given Java, pyspark installation and driver class path writes the archive as it exits
+(``-XX:ArchiveClassesAtExit``; that one run is slower, by about 25 s on a 2-core machine); the drivers after it
+start from it (``-XX:SharedArchiveFile``). The archive lives in sqlext's cache dir (:func:`sqlext.javac.cache_dir`),
+named after what it depends on, and goes when its pyspark installation does; a JVM that finds an archive it cannot
+use starts as it would without one. Only a JVM that sqlext itself launches gets it (under ``spark-submit`` the JVM
+is already running), and not where the user's JVM options set class sharing themselves.
+``spark.sqlext.driver.class-sharing=false`` turns it off.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import logging
 import os
@@ -31,9 +33,8 @@ log = logging.getLogger(__name__)
 SUBMIT_OPTS_ENV = "SPARK_SUBMIT_OPTS"
 #: How long the process that writes the archive waits, at its exit, for its JVM to have written it.
 WRITE_WAIT_S = 300.0
-#: The settings and environment variables that change the driver's class path.
-_CLASS_PATH_KEYS = ("spark.driver.extraClassPath",)
-_CLASS_PATH_ENV = ("SPARK_DIST_CLASSPATH", "SPARK_CLASSPATH", "SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR")
+#: JVM options that mean the driver's class sharing is already set: sqlext then leaves it alone.
+_USER_SHARING = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
 
 
 def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
@@ -42,9 +43,9 @@ def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
     import pyspark
 
     java = java or _java()
-    parts = [os.path.realpath(java), pyspark.__version__, str(Path(pyspark.__file__).parent)]
-    parts += [f"{key}={conf.get(key, '')}" for key in _CLASS_PATH_KEYS]
-    parts += [f"{name}={os.environ.get(name, '')}" for name in _CLASS_PATH_ENV]
+    # The JVM maps an archive only for the very jar files it was written from: pyspark's, where they are. Other
+    # entries on the class path (extraClassPath, SPARK_DIST_CLASSPATH) only make the JVM start without it.
+    parts = [os.path.realpath(java), pyspark.__version__, _pyspark_dir(), conf.get("spark.driver.extraClassPath", "")]
     key = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
     return cache_dir() / "class-sharing" / f"spark-driver-{key}.jsa"
 
@@ -57,6 +58,9 @@ def share_classes(conf: Mapping[str, str]) -> Path | None:
 
     if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
+    options = [*os.environ.get(SUBMIT_OPTS_ENV, "").split(), *conf.get("spark.driver.extraJavaOptions", "").split()]
+    if any(marker in option for option in options if option not in _ours for marker in _USER_SHARING):
+        return None  # the user's own class sharing settings
     archive = archive_path(conf)
     _remove_abandoned(archive)
     if archive.is_file():
@@ -79,13 +83,16 @@ def unusable(archive: Path) -> None:
 
 def _set_options(option: str) -> None:
     # The JVM's own note when it cannot use an archive (another class path) goes nowhere: it then starts without.
-    options = f"{option} {_QUIET}" if option else ""
-    kept = [o for o in os.environ.get(SUBMIT_OPTS_ENV, "").split() if not o.startswith(_OPTION_PREFIXES)]
-    os.environ[SUBMIT_OPTS_ENV] = " ".join([*kept, *options.split()])
+    options = f"{option} {_QUIET}".split() if option else []
+    kept = [o for o in os.environ.get(SUBMIT_OPTS_ENV, "").split() if o not in _ours]
+    os.environ[SUBMIT_OPTS_ENV] = " ".join([*kept, *options])
+    _ours.clear()
+    _ours.update(options)
 
 
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
-_OPTION_PREFIXES = ("-XX:SharedArchiveFile=", "-XX:ArchiveClassesAtExit=", *_QUIET.split())
+#: The options sqlext put in ``SPARK_SUBMIT_OPTS`` (the others there are the user's).
+_ours: set[str] = set()
 
 
 def _scratch(archive: Path, pid: int) -> Path:
@@ -93,11 +100,17 @@ def _scratch(archive: Path, pid: int) -> Path:
 
 
 def _remove_abandoned(archive: Path) -> None:
-    """Remove archives being written by processes that are gone (killed before their JVM wrote them whole)."""
-    for scratch in archive.parent.glob(f"{archive.stem}.*.jsa.tmp"):
-        pid = scratch.name[len(archive.stem) + 1 :].split(".", 1)[0]
+    """Remove archives being written by processes that are gone (killed before their JVM wrote them whole), and
+    archives of pyspark installations that are gone (a deleted venv's)."""
+    for scratch in archive.parent.glob("*.jsa.tmp"):
+        pid = scratch.name.split(".")[-3]
         if pid.isdigit() and not alive(int(pid)):
             scratch.unlink(missing_ok=True)
+    for source in archive.parent.glob("*.source"):
+        with contextlib.suppress(OSError):
+            if not Path(source.read_text().strip()).is_dir():
+                source.with_suffix(".jsa").unlink(missing_ok=True)
+                source.unlink()
 
 
 def _keep_archive(scratch: Path, archive: Path) -> None:
@@ -110,6 +123,7 @@ def _keep_archive(scratch: Path, archive: Path) -> None:
                 proc.stdin.close()
             proc.wait(timeout=WRITE_WAIT_S)
         if proc is not None and proc.returncode == 0 and scratch.is_file() and not archive.exists():
+            archive.with_suffix(".source").write_text(_pyspark_dir() + "\n")
             os.replace(scratch, archive)
             log.info("wrote the Spark driver's class archive %s", archive)
     except Exception as exc:  # a later start writes it again
@@ -122,6 +136,12 @@ def _jvm_process() -> Any:
     from pyspark import SparkContext
 
     return getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+
+
+def _pyspark_dir() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).resolve().parent)
 
 
 def _java() -> str:

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _run(script: Path, metastore: MetastoreSettings, cache: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "XDG_CACHE_HOME": str(cache), "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env.pop("SPARK_SUBMIT_OPTS", None)  # the suite's own class archive (tests/support/class_archive.py)
     argv = [sys.executable, "-m", "sqlext.cli", "run", str(script), "--metastore-uri", metastore.uri]
     # In the test's dir: the JVM that maps a cut archive crashes and leaves its hs_err_pid log in its cwd.
     return subprocess.run(
@@ -41,6 +42,7 @@ def test_the_first_driver_writes_the_archive_the_next_starts_from_it_and_a_broke
     assert first.returncode == 0 and "42" in first.stdout.splitlines(), first.stderr[-3000:]
     [archive] = (cache / "sqlext" / "class-sharing").glob("*.jsa")
     assert archive.stat().st_size > 10_000_000, "the classes Spark loaded"
+    assert archive.with_suffix(".source").read_text().strip().endswith("pyspark"), "the installation it is for"
     assert list(archive.parent.glob("*.tmp")) == [], "no archive left half-written"
 
     written = archive.stat().st_mtime_ns

@@ -72,3 +72,23 @@ def test_the_setting_takes_true_or_false_only() -> None:
     expected = re.escape("'spark.sqlext.driver.class-sharing': 'no'. Expected true or false")
     with pytest.raises(ConfigError, match=expected):
         _ = SqlextConfig.load({"spark.sqlext.driver.class-sharing": "no"}).driver_class_sharing
+
+
+def test_the_users_own_class_sharing_options_are_left_alone(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(class_sharing.SUBMIT_OPTS_ENV, "-XX:SharedArchiveFile=/mine.jsa")
+    assert class_sharing.share_classes({}) is None
+    assert _options() == ["-XX:SharedArchiveFile=/mine.jsa"]
+    monkeypatch.setenv(class_sharing.SUBMIT_OPTS_ENV, "")
+    assert class_sharing.share_classes({"spark.driver.extraJavaOptions": "-Xshare:off"}) is None
+    assert _options() == []
+
+
+def test_the_archive_of_a_pyspark_installation_that_is_gone_is_removed(cache: Path, tmp_path: Path) -> None:
+    cache.mkdir(parents=True)
+    gone, kept = cache / "spark-driver-0.jsa", cache / "spark-driver-1.jsa"
+    for archive, source in ((gone, tmp_path / "deleted-venv"), (kept, tmp_path)):
+        archive.write_bytes(b"classes")
+        archive.with_suffix(".source").write_text(f"{source}\n")
+    class_sharing.share_classes({})
+    assert not gone.exists() and not gone.with_suffix(".source").exists()
+    assert kept.exists()
