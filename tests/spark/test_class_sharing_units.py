@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pyspark import SparkContext
 
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError
@@ -19,6 +20,10 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv(class_sharing.SUBMIT_OPTS_ENV, "-XX:+ExitOnOutOfMemoryError")
     monkeypatch.setattr(class_sharing.atexit, "register", lambda *args: None)  # no JVM here to wait for
+    # As in a process about to launch its JVM (a test process may have one running for other tests).
+    monkeypatch.setattr(SparkContext, "_gateway", None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    monkeypatch.setattr(class_sharing, "_ours", set())
     return tmp_path / "sqlext" / "class-sharing"
 
 
