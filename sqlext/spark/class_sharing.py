@@ -22,15 +22,13 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from sqlext.javac import cache_dir
 from sqlext.process import alive
+from sqlext.spark.memory import SUBMIT_OPTS_ENV, jvm_process
 
 log = logging.getLogger(__name__)
 
-#: The driver JVM options spark-submit adds for the JVM it launches (besides ``spark.driver.*JavaOptions``).
-SUBMIT_OPTS_ENV = "SPARK_SUBMIT_OPTS"
 #: How long the process that writes the archive waits, at its exit, for its JVM to have written it.
 WRITE_WAIT_S = 300.0
 #: JVM options that mean the driver's class sharing is already set: sqlext then leaves it alone.
@@ -116,7 +114,7 @@ def _remove_abandoned(archive: Path) -> None:
 def _keep_archive(scratch: Path, archive: Path) -> None:
     """At this process's exit: end the JVM (it ends when its stdin closes), wait for it to have written the
     archive, and put the archive in its place if the JVM ended well."""
-    proc = _jvm_process()
+    proc = jvm_process()
     try:
         if proc is not None and proc.poll() is None:
             if proc.stdin is not None:
@@ -130,12 +128,6 @@ def _keep_archive(scratch: Path, archive: Path) -> None:
         log.debug("no class archive kept: %s", exc)
     finally:
         scratch.unlink(missing_ok=True)
-
-
-def _jvm_process() -> Any:
-    from pyspark import SparkContext
-
-    return getattr(getattr(SparkContext, "_gateway", None), "proc", None)
 
 
 def _pyspark_dir() -> str:

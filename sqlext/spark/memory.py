@@ -55,12 +55,16 @@ def mentions_out_of_memory(text: str) -> bool:
     return any(marker in text for marker in _OOM_TEXTS)
 
 
-def jvm_exit_code() -> int | None:
-    """The exit code of the JVM this process launched for Spark, once it ended (None: running, or not ours)."""
+def jvm_process() -> Any:
+    """The process of the JVM this process launched for Spark (``subprocess.Popen``), or None (none, or not ours)."""
     from pyspark import SparkContext
 
-    gateway: Any = getattr(SparkContext, "_gateway", None)
-    proc = getattr(gateway, "proc", None)
+    return getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+
+
+def jvm_exit_code() -> int | None:
+    """The exit code of the JVM this process launched for Spark, once it ended (None: running, or not ours)."""
+    proc = jvm_process()
     if proc is None:
         return None
     try:
@@ -102,9 +106,7 @@ def explain(exc: BaseException) -> str | None:
 
 def jvm_ended() -> bool:
     """Whether the JVM this process launched for Spark has ended."""
-    from pyspark import SparkContext
-
-    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    proc = jvm_process()
     return proc is not None and proc.poll() is not None
 
 
