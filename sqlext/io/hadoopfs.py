@@ -24,6 +24,14 @@ from typing import Any
 _CHECKSUM = re.compile(r"^\..*\.crc$")
 _NOT_FOUND = "java.io.FileNotFoundException"
 _ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
+_CHANGED = "org.apache.hadoop.fs.s3a.RemoteFileChangedException"
+#: How often a whole-file read starts again when the file was replaced while it was read.
+READ_ATTEMPTS = 3
+
+
+class FileChangedError(OSError):
+    """A file was replaced while it was read: an object store's read of one version (S3A asks for the ETag it
+    opened, and the store answers 412 once another write replaced the object)."""
 
 
 def active_hadoop_conf() -> tuple[Any, Any] | None:
@@ -53,6 +61,8 @@ def java_errors(action: str) -> Iterator[None]:
         message = f"{action}: {name}: {java.getMessage() if java is not None else exc}"
         if name == _NOT_FOUND:
             raise FileNotFoundError(message) from None
+        if name == _CHANGED or "Status Code: 412" in message:
+            raise FileChangedError(message) from None
         raise OSError(message) from None
 
 
@@ -206,6 +216,14 @@ class HadoopBackend:
         if local is not None:
             return _local_read(local, uri)
         path = self._jpath(uri)
+        # A small file rewritten in place (a commit log entry, a state file) can be replaced between the open
+        # and the read: the read then starts again, on the new version, which is the one a reader wants.
+        for _ in range(READ_ATTEMPTS - 1):
+            with contextlib.suppress(FileChangedError):
+                return self._read_whole(path, uri)
+        return self._read_whole(path, uri)
+
+    def _read_whole(self, path: Any, uri: str) -> bytes:
         with java_errors(f"Cannot read {uri}"):
             stream = self._fs(path).open(path)
             try:

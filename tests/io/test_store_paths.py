@@ -322,6 +322,22 @@ def test_a_batch_insert_into_s3_publishes_each_file_as_its_upload_without_a_copy
 
 
 @pytest.mark.s3
+def test_a_file_replaced_on_s3_between_its_open_and_its_read_is_read_again_as_its_new_version(
+    s3_run: StoreRun, s3_server: S3Server
+) -> None:
+    """S3A reads the version it opened (If-Match on the ETag); the server refuses the read once another write
+    replaced the object (412), as when a commit log entry is rewritten while a restarted batch reads it."""
+    outcome = s3_run.done("replaced")
+    key = _key(outcome["key"])
+    reads = [r.status for r in _window(s3_server, outcome) if r.key == key and r.method == "GET"]
+
+    assert json.loads(outcome["read"]) == {"version": 2}
+    assert outcome["opens"] == 2
+    assert len(reads) == 2 and reads[0] == 412, "the read of the replaced version was refused"
+    assert reads[1] in (200, 206), "then the new version read (S3A asks for a range: 206)"
+
+
+@pytest.mark.s3
 def test_insert_overwrite_on_s3_replaces_a_static_partition_the_written_partitions_and_a_whole_table(
     s3_run: StoreRun, s3_server: S3Server, store_metastore: MetastoreSettings
 ) -> None:

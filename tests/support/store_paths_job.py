@@ -17,6 +17,8 @@ conf:
   configured from the session's ``spark.hadoop.*`` keys: ``fs.s3a.*`` on S3, ``dfs.namenode.http-address`` on
   HDFS, reached through WebHDFS where libhdfs is missing).
 
+On S3 last, ``replaced``: a file replaced between its open and its read is read again, its new version.
+
 It also creates ``sdp_events``, which ``spark-pipelines run`` writes afterwards (tests/io/test_store_paths.py).
 
 Each step's outcome (error text if any), and with the store's ``request_log`` the S3 server's request log
@@ -197,6 +199,39 @@ def run_dataframe(spark: Any, database: str, input_dir: Path, local: Path) -> No
     query.awaitTermination()
 
 
+class ReplacedAfterOpen:
+    """A Hadoop ``FileSystem`` whose first ``open`` is followed by a write replacing the file opened (as a commit
+    log entry is rewritten while another thread or process reads it)."""
+
+    def __init__(self, fs: Any, replace: Callable[[], None]) -> None:
+        self._fs, self._replace = fs, replace
+        self.opens = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fs, name)
+
+    def open(self, path: Any) -> Any:
+        stream = self._fs.open(path)
+        self.opens += 1
+        if self.opens == 1:
+            self._replace()
+        return stream
+
+
+def read_replaced(root: str) -> dict[str, Any]:
+    """Write ``replaced.json``, then read it through :class:`ReplacedAfterOpen`: the text read."""
+    from sqlext.io.hadoopfs import HadoopBackend, active_hadoop_conf
+
+    jvm, conf = active_hadoop_conf() or (None, None)
+    writer, reader = HadoopBackend(jvm, conf), HadoopBackend(jvm, conf)
+    uri = f"{root}/replaced.json"
+    writer.write_new(uri, b'{"version": 1}')
+    store = writer._fs(jvm.org.apache.hadoop.fs.Path(uri))
+    replacing = ReplacedAfterOpen(store, lambda: writer.write_new(uri, b'{"version": 2}'))
+    reader._fs = lambda path: replacing  # type: ignore[method-assign]
+    return {"read": reader.read_bytes(uri).decode(), "opens": replacing.opens, "key": uri}
+
+
 def run_store(spark: Any, store: dict[str, Any], input_dir: Path) -> dict[str, dict[str, Any]]:
     """Every path on one store (its tables under ``store["root"]``, in ``store["database"]``); each step's outcome."""
     database, root, local = store["database"], store["root"], Path(store["local"])
@@ -209,6 +244,8 @@ def run_store(spark: Any, store: dict[str, Any], input_dir: Path) -> dict[str, d
     spark.sql("SET 'execution.runtime-mode' = 'streaming'")
     steps.run("stream", lambda: run_streams(spark, database, local, store.get("read", False)))
     steps.run("dataframe", lambda: run_dataframe(spark, database, input_dir, local))
+    if store.get("request_log"):
+        steps.run("replaced", lambda: read_replaced(root))
     return steps.results
 
 

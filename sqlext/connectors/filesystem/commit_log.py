@@ -176,6 +176,13 @@ class CommitLog:
                 continue
         return None
 
+    def recorded(self, query: str, batch: int) -> bool:
+        """Whether the log has any state of a batch, without reading one: safe while another thread moves the
+        batch on. States are looked at from the first: the writer records the next state before it drops the
+        earlier one, and ``completed`` is the last, so a batch moving on is never missed (:meth:`get` looks from
+        the last state and can miss it between two looks)."""
+        return any(self.fs.exists(self._file(query, batch, state)) for state in State)
+
     def write(self, entry: LogEntry) -> None:
         """Record ``entry`` in its state, then drop the file of any earlier state."""
         self.fs.write_json(self._file(entry.query, entry.batch, entry.state), entry.to_json())

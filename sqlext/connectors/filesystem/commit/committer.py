@@ -217,9 +217,10 @@ class BatchCommitter:
         may still be running."""
         with self._in_batch:
             started = time.monotonic()
-            entry = self.log.get(self.query_name, batch_id)
-            if entry is not None:
-                # A replay: the background committer may be finishing this very batch (a restart's recovery).
+            entry = None
+            if self.log.recorded(self.query_name, batch_id):
+                # A replay: the background committer may be finishing this very batch (a restart's recovery),
+                # so its entry is read once that is done, never while it is being rewritten.
                 self.wait_committed()
                 entry = self.log.get(self.query_name, batch_id)
             written = started
