@@ -237,7 +237,7 @@ class CsvTextForm:
         unclosed = f"{q}{inside}{text_end}|" if open_quote else ""
         return f"(?:{q}{inside}{q}(?={d}|{line_end})|{unclosed}{unquoted})"
 
-    def _pattern(self) -> str:
+    def field_pattern(self) -> str:
         """A Java regex matching the delimiter before a field, and the field (group 1), in one record."""
         return f"(?s){_regex_char(self.delimiter)}({self._field('$')})"
 
@@ -304,7 +304,7 @@ class CsvTextForm:
         specials = (self.escape, "\n", "\r", *([self.quote] if self.quote else []))
         plain = ~reduce(operator.or_, (lines.contains(F.lit(char)) for char in specials))
         split = F.split(lines, _split_literal(self.delimiter), -1)
-        matched = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self._pattern()), 1)
+        matched = F.regexp_extract_all(F.concat(F.lit(self.delimiter), lines), F.lit(self.field_pattern()), 1)
         fields = F.when(plain, split).otherwise(matched)
         if not self.ignore_parse_errors:
             fewest, most = accepted or (count, count)
@@ -346,6 +346,21 @@ class CsvTextForm:
                 value = F.when(plain, plain_value).otherwise(full_value)
                 parsed = parsed & (raw.isNull() | is_null | value.isNotNull())
         return columns, parsed if self.ignore_parse_errors else None
+
+    def typed_texts(
+        self, texts: Sequence[SparkColumn], types: Sequence[tuple[str, str]]
+    ) -> tuple[list[SparkColumn], SparkColumn | None]:
+        """:meth:`typed` of fields already unquoted and unescaped, None for NULL (``CsvFields.java``, see
+        ``csv_records_jvm.field_settings``): one cast each, and with ``ignore_parse_errors`` whether every value
+        parsed."""
+        from pyspark.sql import functions as F
+
+        values = [self._cast(text, kind) for text, (_, kind) in zip(texts, types, strict=True)]
+        columns = [value.alias(name) for value, (name, _) in zip(values, types, strict=True)]
+        if not self.ignore_parse_errors:
+            return columns, None
+        parsed = [text.isNull() | value.isNotNull() for text, value in zip(texts, values, strict=True)]
+        return columns, reduce(operator.and_, parsed, F.lit(True))
 
     def _typed_plain(self, raw: SparkColumn, kind: str) -> tuple[SparkColumn, SparkColumn]:
         """:meth:`_typed` of a field with no escape and no quote character: nothing to unquote or unescape."""

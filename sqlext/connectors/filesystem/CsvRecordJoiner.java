@@ -31,7 +31,8 @@ import org.apache.spark.sql.RowFactory;
  * The JVM twin of sqlext's Python {@code RecordJoiner} (sqlext/connectors/filesystem/csv_records.py, whose module
  * docstring states the rules): the lines of byte ranges of csv files, as Spark's text source reads them, to csv
  * records. Input rows: the line, the carried columns, then the file's URI, the range's first byte and the byte after
- * its last; output rows: the record and the carried columns.
+ * its last; output rows: the record and the carried columns, or with the {@code fields.*} settings the record's
+ * fields ({@link CsvFields}) and the carried columns.
  */
 public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -41,7 +42,8 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
     private final Map<String, String> settings = new HashMap<>();
 
     /** Sets one setting: {@code more}, {@code last} (the record regexes), {@code quote}, {@code escape},
-     * {@code width} (columns out), or a Hadoop setting ({@code spark.hadoop.*}). */
+     * {@code width} (the line and the carried columns), {@code fields.*} ({@link CsvFields}), or a Hadoop setting
+     * ({@code spark.hadoop.*}). */
     public CsvRecordJoiner set(String key, String value) {
         settings.put(key, value);
         return this;
@@ -59,6 +61,8 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
         final String quote;
         final String escape;
         final int width;
+        /** The record's fields instead of its text, or null. */
+        final CsvFields fields;
         final Map<String, String> hadoop = new HashMap<>();
 
         Form(Map<String, String> settings) {
@@ -67,6 +71,7 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
             quote = settings.get("quote");
             escape = settings.get("escape");
             width = Integer.parseInt(settings.get("width"));
+            fields = settings.containsKey("fields.pattern") ? new CsvFields(settings) : null;
             for (Map.Entry<String, String> entry : settings.entrySet()) {
                 if (entry.getKey().startsWith("spark.hadoop.")) {
                     hadoop.put(entry.getKey().substring("spark.hadoop.".length()), entry.getValue());
@@ -227,7 +232,7 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
             boolean unusual = form.unusual(value);
             Range range = current;
             if (range.block.length() == 0 && range.records.pending.isEmpty() && !unusual) {
-                ready.add(record(row, value.endsWith("\r") ? value.substring(0, value.length() - 1) : value));
+                add(row, value.endsWith("\r") ? value.substring(0, value.length() - 1) : value);
                 return;
             }
             range.block.append(value).append('\n');
@@ -263,18 +268,24 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
 
         private void emit(Range range, List<String> records) {
             for (String text : records) {
-                ready.add(record(range.template, text));
+                add(range.template, text);
             }
             records.clear();
         }
 
-        private Row record(Row template, String value) {
-            Object[] values = new Object[form.width];
-            values[0] = value;
-            for (int index = 1; index < form.width; index++) {
-                values[index] = template.get(index);
+        /** A record's row (none for a record {@link CsvFields#of} does not read), with the carried columns of
+         * {@code template}. */
+        private void add(Row template, String record) {
+            Object[] head = form.fields == null ? new Object[] {record} : form.fields.of(record);
+            if (head == null) {
+                return;
             }
-            return RowFactory.create(values);
+            Object[] values = new Object[head.length + form.width - 1];
+            System.arraycopy(head, 0, values, 0, head.length);
+            for (int index = 1; index < form.width; index++) {
+                values[head.length + index - 1] = template.get(index);
+            }
+            ready.add(RowFactory.create(values));
         }
 
         private Range begin(String file, long start, long end) {
@@ -319,7 +330,7 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
                 }
                 for (int index = 0; index < texts.size(); index++) {
                     if (offsets.get(index) < boundary) {
-                        ready.add(record(range.template, texts.get(index)));
+                        add(range.template, texts.get(index));
                     }
                 }
             } catch (IOException exc) {

@@ -53,6 +53,37 @@ def records(
     column). The records are joined on the JVM (:mod:`sqlext.connectors.filesystem.csv_records_jvm`) unless
     ``on_jvm`` is false or it cannot run there; else in Python, where each column costs its bytes twice for every
     line."""
+    carried, framed = _framed(files, columns)
+    from sqlext.connectors.filesystem.csv_records_jvm import jvm_records
+
+    joined = jvm_records(framed, len(carried.columns), form, hadoop) if on_jvm else None
+    if joined is not None:
+        return joined
+    with warnings.catch_warnings():
+        # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
+        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+        return framed.mapInArrow(RecordJoiner(form, dict(hadoop)), carried.schema)
+
+
+def record_fields(
+    files: DataFrame,
+    columns: Sequence[Column],
+    form: CsvTextForm,
+    hadoop: Mapping[str, str],
+    types: Sequence[tuple[str, str]],
+    accepted: tuple[int, int] | None = None,
+) -> DataFrame | None:
+    """:func:`records` split into fields on the JVM: one text column per ``types`` entry (named by
+    ``csv_records_jvm.field_column``; see ``csv_records_jvm.field_settings``), then ``columns``; None where the
+    JVM cannot join records (then :func:`records` joins them in Python)."""
+    carried, framed = _framed(files, columns)
+    from sqlext.connectors.filesystem.csv_records_jvm import field_settings, jvm_records
+
+    return jvm_records(framed, len(carried.columns), form, hadoop, field_settings(form, types, accepted))
+
+
+def _framed(files: DataFrame, columns: Sequence[Column]) -> tuple[DataFrame, DataFrame]:
+    """(the line and ``columns``; those and the file and range columns the joiner reads) of ``files``."""
     from pyspark.sql import functions as F
 
     carried = files.select(VALUE, *columns)
@@ -63,15 +94,7 @@ def records(
         F.col("_metadata.file_block_start").alias(BLOCK_START),
         (F.col("_metadata.file_block_start") + F.col("_metadata.file_block_length")).alias(BLOCK_END),
     )
-    from sqlext.connectors.filesystem.csv_records_jvm import jvm_records
-
-    joined = jvm_records(framed, len(carried.columns), form, hadoop) if on_jvm else None
-    if joined is not None:
-        return joined
-    with warnings.catch_warnings():
-        # mapInArrow checks for pandas, and warns about pandas 3, though no pandas runs here.
-        warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-        return framed.mapInArrow(RecordJoiner(form, dict(hadoop)), carried.schema)
+    return carried, framed
 
 
 class Records:

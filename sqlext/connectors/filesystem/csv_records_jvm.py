@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +21,11 @@ from sqlext.catalog.csv_text import CsvTextForm
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("CsvRecordJoiner.java")
+SOURCES = [Path(__file__).with_name("CsvRecordJoiner.java"), Path(__file__).with_name("CsvFields.java")]
 CLASS = "io.sqlext.csv.CsvRecordJoiner"
 JAR = "sqlext-csv-records.jar"
 
@@ -33,15 +34,21 @@ _lock = threading.Lock()
 _loaded: dict[tuple[int, str], Any] = {}
 
 
-def jvm_records(framed: DataFrame, width: int, form: CsvTextForm, hadoop: Mapping[str, str]) -> DataFrame | None:
+def jvm_records(
+    framed: DataFrame,
+    width: int,
+    form: CsvTextForm,
+    hadoop: Mapping[str, str],
+    fields: Mapping[str, str] | None = None,
+) -> DataFrame | None:
     """``framed`` (the line, the carried columns, then the file and range columns) as one row per record: the
-    record and the carried columns (``width`` columns in all, as the first ``width`` of ``framed``). None when
-    the JVM cannot run the joiner (then the caller joins in Python)."""
+    record and the carried columns (``width`` columns in all, as the first ``width`` of ``framed``); with
+    ``fields`` (:func:`field_settings`), the record's fields (named by :func:`field_column`) instead of the
+    record. None when the JVM cannot run the joiner (then the caller joins in Python)."""
     joiner_class = _joiner_class(framed)
     if joiner_class is None:
         return None
     from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
-    from pyspark.sql.types import StructType
 
     assert form.quote is not None
     context: Any = framed.sparkSession.sparkContext
@@ -53,13 +60,51 @@ def jvm_records(framed: DataFrame, width: int, form: CsvTextForm, hadoop: Mappin
         "quote": form.quote,
         "escape": form.escape,
         "width": str(width),
+        **(fields or {}),
         **hadoop,
     }
     for key, value in settings.items():
         joiner.set(key, value)
-    schema = StructType(framed.schema.fields[:width])
+    schema = _output_schema(framed, width, fields)
     encoder = jvm.org.apache.spark.sql.Encoders.row(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
     return ClassicFrame(framed._jdf.mapPartitions(joiner, encoder), framed.sparkSession)
+
+
+def field_settings(
+    form: CsvTextForm, types: Sequence[tuple[str, str]], accepted: tuple[int, int] | None = None
+) -> dict[str, str]:
+    """The settings of ``CsvFields.java``, which gives a record's fields as :meth:`CsvTextForm.split` and
+    :meth:`CsvTextForm.typed` read them, as text (unquoted, unescaped; None for NULL), one per ``types`` entry,
+    for :meth:`CsvTextForm.typed_texts`. It skips comments (``allow_comments``), and records with another number
+    of fields than ``accepted`` allows when ``ignore_parse_errors`` (else it fails the read, naming the record)."""
+    fewest, most = accepted or (len(types), len(types))
+    return {
+        "fields.pattern": form.field_pattern(),
+        "fields.delimiter": form.delimiter,
+        "fields.escape-declared": str(form.escape_declared).lower(),
+        **{f"fields.null.{index}": text for index, text in enumerate(form.null_forms)},
+        "fields.empty-is-null": "".join("n" if kind in ("string", "binary") else "y" for _, kind in types),
+        "fields.fewest": str(fewest),
+        "fields.most": str(most),
+        "fields.skip-bad": str(form.ignore_parse_errors).lower(),
+        "fields.comments": str(form.allow_comments).lower(),
+    }
+
+
+def field_column(index: int) -> str:
+    """The name of a record's field ``index`` in the joiner's rows with ``fields``."""
+    return f"__sqlext_field_{index}"
+
+
+def _output_schema(framed: DataFrame, width: int, fields: Mapping[str, str] | None) -> StructType:
+    """The joiner's rows: the record (or with ``fields`` one string per field), then the carried columns."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    carried = framed.schema.fields[:width]
+    if fields is None:
+        return StructType(carried)
+    texts = [StructField(field_column(index), StringType()) for index in range(len(fields["fields.empty-is-null"]))]
+    return StructType([*texts, *carried[1:]])
 
 
 def _joiner_class(frame: DataFrame) -> Any:
@@ -82,7 +127,7 @@ def _load(context: Any) -> Any:
     java = str(system.getProperty("java.home")) + "/bin/java"
     jars = sorted({Path(p) for p in str(system.getProperty("java.class.path")).split(":") if p.endswith(".jar")})
     try:
-        classes = javac.compiled(java, "csv-records", [SOURCE], jars, JAR)
+        classes = javac.compiled(java, "csv-records", SOURCES, jars, JAR)
     except javac.JavaCompileError as exc:
         log.warning("csv records are joined in Python: sqlext's JVM joiner did not compile: %s", exc)
         return None

@@ -208,26 +208,36 @@ def _read_csv_text(
     schema = ", ".join(["value string", *(f"`{c.name}` string" for c in dir_columns)])
     passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
     metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
-    if form.quote is not None:
-        from sqlext.connectors.filesystem.csv_records import records
-
-        files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
-        lines = records(files, [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata], form, _spark_conf(spark))
-    else:
-        lines = reader.format("text").schema(schema).options(**passed).load(paths)
-    if form.allow_comments:
-        lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
     kept = [*(F.col(f"`{c.name}`") for c in dir_columns), *metadata]
-    # A table whose columns changed holds lines of its older column counts (ALTER TABLE: schema evolution).
-    accepted = file_fields(table.extra)
-    plain, fields = form.split(F.col("value"), len(data), accepted)
-    lines = lines.select(plain.alias("__sqlext_plain"), fields.alias("__sqlext_fields"), *kept)
-    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data, accepted)
     others = [
         F.col(f"`{c.name}`") if _is_partition_key(c, table) else F.col(f"`{c.name}`").cast(_spark_type(c.type))
         for c in dir_columns
     ]
-    columns = [*typed, *others, *metadata]
+    # A table whose columns changed holds lines of its older column counts (ALTER TABLE: schema evolution).
+    accepted = file_fields(table.extra)
+    if form.quote is not None:
+        from sqlext.connectors.filesystem.csv_records import record_fields, records
+        from sqlext.connectors.filesystem.csv_records_jvm import field_column
+
+        files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
+        fields = record_fields(files, kept, form, _spark_conf(spark), data, accepted)
+        if fields is not None:
+            texts = [F.col(field_column(index)) for index in range(len(data))]
+            typed, parsed = form.typed_texts(texts, data)
+            return _typed(fields, [*typed, *others, *metadata], parsed)
+        lines = records(files, kept, form, _spark_conf(spark))
+    else:
+        lines = reader.format("text").schema(schema).options(**passed).load(paths)
+    if form.allow_comments:
+        lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
+    plain, split = form.split(F.col("value"), len(data), accepted)
+    lines = lines.select(plain.alias("__sqlext_plain"), split.alias("__sqlext_fields"), *kept)
+    typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data, accepted)
+    return _typed(lines, [*typed, *others, *metadata], parsed)
+
+
+def _typed(lines: DataFrame, columns: Sequence[SparkColumn], parsed: SparkColumn | None) -> DataFrame:
+    """``columns`` of ``lines``; with ``parsed`` (``csv.ignore-parse-errors``) only of the lines it holds for."""
     if parsed is None:
         return lines.select(*columns)
     return lines.select(*columns, parsed.alias("__sqlext_parsed")).where("__sqlext_parsed").drop("__sqlext_parsed")

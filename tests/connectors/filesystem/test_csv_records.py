@@ -26,9 +26,21 @@ FORMS = {
 
 def _text(seed: int, form: CsvTextForm, records_count: int = 400) -> str:
     """csv text with every kind of record the form's regex knows, in random order."""
+    return _shuffled(seed, _pieces(form), records_count)
+
+
+def _shuffled(seed: int, pieces: list[str], records_count: int) -> str:
     rng = random.Random(seed)
+    lines = []
+    for _ in range(records_count):
+        lines.append(rng.choice(pieces))
+        lines.append(rng.choice(["\n", "\n", "\n", "\r\n", "\r"]))
+    return "".join(lines) + "\n"
+
+
+def _pieces(form: CsvTextForm) -> list[str]:
     d, q, e = form.delimiter, form.quote or '"', form.escape
-    pieces = [
+    return [
         f"1{d}plain{d}x",
         f"2{d}{q}quoted{d} with delimiter{q}{d}x",
         f"3{d}{q}two\nlines{q}{d}x",
@@ -43,11 +55,6 @@ def _text(seed: int, form: CsvTextForm, records_count: int = 400) -> str:
         "",
         f"12{d}é ü 漢{d}{q}é\n漢{q}",
     ]
-    lines = []
-    for _ in range(records_count):
-        lines.append(rng.choice(pieces))
-        lines.append(rng.choice(["\n", "\n", "\n", "\r\n", "\r"]))
-    return "".join(lines) + "\n"
 
 
 def _expected(form: CsvTextForm, text: str) -> list[str]:
@@ -107,3 +114,73 @@ def test_split_files_read_as_whole_files(spark: Any, tmp_path: Path, name: str, 
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
         spark.conf.unset("spark.sql.files.openCostInBytes")
+
+
+FIELD_FORMS = {
+    **FORMS,
+    "ignore parse errors, comments": CsvTextForm(ignore_parse_errors=True, allow_comments=True),
+}
+FIELD_TYPES = [("id", "int"), ("a", "string"), ("b", "string")]
+
+
+def _field_text(form: CsvTextForm) -> str:
+    """The records of :func:`_text`, and records of NULLs, empty fields, short records and (for a form that skips
+    them) bad ones."""
+    d, q, e, n = form.delimiter, form.quote, form.escape, form.null_literal
+    # Record 10 of the pieces reads, where the escape is declared, as a record whose first field is a quote.
+    pieces = [piece for piece in _pieces(form) if not piece.startswith("10")]
+    if form.escape_declared:
+        pieces.append(f"10{d}{q}{e}{q} escaped quote, {e}{e}, {e}n{q}{d}x")
+    extra = [f"14{d}{n}{d}{q}{n}{q}", f"{d}{d}", f"15{d}only two", "16", f"{q}17{q}{d}{q}{q}{d}{n}"]
+    if form.ignore_parse_errors:
+        extra += [f"not a number{d}a{d}b", f"18{d}a{d}b{d}one too many", "#19,a comment,line"]
+    return _shuffled(3, pieces, 200) + "\n".join(extra) + "\n"
+
+
+def _typed_rows(spark: Any, path: Path, form: CsvTextForm, on_jvm: bool) -> list[tuple[Any, ...]]:
+    """The typed rows of ``path`` (one file) through the source's JVM fields or its Python records and split."""
+    from pyspark.sql import functions as F
+
+    from sqlext.connectors.filesystem.csv_records import record_fields
+    from sqlext.connectors.filesystem.csv_records_jvm import field_column
+
+    files = spark.read.format("text").schema("value string").option("lineSep", "\n").load(str(path))
+    carried = [F.col("_metadata.file_name").alias("file")]
+    accepted = (1, 3)
+    if on_jvm:
+        fields = record_fields(files, carried, form, {}, FIELD_TYPES, accepted)
+        assert fields is not None
+        assert "MapPartitions" in fields._jdf.queryExecution().analyzed().toString()
+        texts = [F.col(field_column(index)) for index in range(len(FIELD_TYPES))]
+        columns, parsed = form.typed_texts(texts, FIELD_TYPES)
+    else:
+        lines = records(files, carried, form, {}, on_jvm=False)
+        if form.allow_comments:
+            lines = lines.where(~F.startswith(F.col("value"), F.lit("#")))
+        plain, split = form.split(F.col("value"), len(FIELD_TYPES), accepted)
+        fields = lines.select(plain.alias("plain"), split.alias("fields"))
+        columns, parsed = form.typed(F.col("plain"), F.col("fields"), FIELD_TYPES, accepted)
+    typed = fields.select(*columns, *([parsed.alias("parsed")] if parsed is not None else []))
+    if parsed is not None:
+        typed = typed.where("parsed").drop("parsed")
+    return [tuple(row) for row in typed.collect()]
+
+
+@pytest.mark.parametrize("name", list(FIELD_FORMS))
+def test_fields_split_on_the_jvm_are_the_values_the_sql_split_reads(spark: Any, tmp_path: Path, name: str) -> None:
+    """``CsvFields.java`` against :meth:`CsvTextForm.split` and :meth:`CsvTextForm.typed` on the same records:
+    quoted, escaped and doubled quotes, NULL unquoted and quoted, empty fields of an int and of strings, short
+    records, and with ``ignore-parse-errors`` bad values and too many fields skipped, comments too."""
+    form = FIELD_FORMS[name]
+    path = tmp_path / "part-0.csv"
+    path.write_bytes(_field_text(form).encode("utf-8"))
+
+    on_jvm = _typed_rows(spark, path, form, on_jvm=True)
+
+    assert on_jvm == _typed_rows(spark, path, form, on_jvm=False)
+    quoted_null = form.hive_unescape(form.null_literal) if form.escape_declared else form.null_literal
+    assert (14, None, quoted_null) in on_jvm and (None, "", "") in on_jvm and (15, "only two", None) in on_jvm
+    assert (17, "", None) in on_jvm, "a quoted number read, a quoted empty string kept, the null literal NULL"
+    if form.ignore_parse_errors:
+        assert (None, "a", "b") not in on_jvm, "a bad number skips its record"
+        assert not [row for row in on_jvm if row[0] in (18, 19)], "too many fields, a comment: skipped"
