@@ -20,8 +20,9 @@ Memory is one batch of lines and the longest record (a quote never closed makes 
 record, as Flink's reader sees it too).
 
 ``CsvRecordJoiner.java`` (:mod:`sqlext.connectors.filesystem.csv_records_jvm`) joins by these rules on the
-executors' JVMs, and :func:`records` runs it wherever it can; :class:`RecordJoiner` is the path of a session
-without a JVM of its own (Spark Connect) or without a Java compiler.
+executors' JVMs, and :func:`records` runs it wherever it can; :func:`record_fields` has it split each record
+into its fields there too (``CsvFields.java``). :class:`RecordJoiner` is the path of a session without a JVM of
+its own (Spark Connect) or without a Java compiler.
 """
 
 from __future__ import annotations

@@ -184,3 +184,14 @@ def test_fields_split_on_the_jvm_are_the_values_the_sql_split_reads(spark: Any, 
     if form.ignore_parse_errors:
         assert (None, "a", "b") not in on_jvm, "a bad number skips its record"
         assert not [row for row in on_jvm if row[0] in (18, 19)], "too many fields, a comment: skipped"
+
+
+@pytest.mark.parametrize("on_jvm", [True, False], ids=["jvm", "python"])
+def test_a_record_with_too_many_fields_fails_the_read_naming_the_record(
+    spark: Any, tmp_path: Path, on_jvm: bool
+) -> None:
+    path = tmp_path / "part-0.csv"
+    path.write_text("1,a,b\n18,a,b,one too many\n")
+
+    with pytest.raises(Exception, match="csv line without 1 to 3 fields: 18,a,b,one too many"):
+        _typed_rows(spark, path, CsvTextForm(), on_jvm)
