@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sqlext import javac
+from sqlext import javac, jvm_classes
 from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem, join
 
@@ -60,7 +60,7 @@ COMMIT_FIELDS = (
 )
 
 _lock = threading.Lock()
-_installed: dict[int, bool] = {}
+_installed: dict[tuple[int, str], bool] = {}
 
 
 def job_id(query: str, batch: int) -> str:
@@ -95,16 +95,15 @@ def write_options(query: str, batch: int) -> dict[str, str]:
 def available(spark_context: Any) -> bool:
     """Whether batches can be written with the magic committer in this JVM: S3A's committer and Spark's
     binding committer on the class path (logged once when not), sqlext's classes compiled and loaded."""
-    jvm = spark_context._jvm
     conf = spark_context._jsc.hadoopConfiguration()
     with _lock:
-        key = id(spark_context._jsc)
+        key = jvm_classes.context_key(spark_context)
         if key not in _installed:
-            _installed[key] = _install(spark_context, jvm, conf)
+            _installed[key] = _install(spark_context, conf)
         return _installed[key]
 
 
-def _install(spark_context: Any, jvm: Any, conf: Any) -> bool:
+def _install(spark_context: Any, conf: Any) -> bool:
     missing = [name for name in (MAGIC_COMMITTER, BINDING_COMMITTER) if conf.getClassByNameOrNull(name) is None]
     if missing:
         log.warning(
@@ -119,20 +118,13 @@ def _install(spark_context: Any, jvm: Any, conf: Any) -> bool:
         return True  # put on the class path by the user
     source = conf.getClassByName(MAGIC_COMMITTER).getProtectionDomain().getCodeSource()
     aws_jar = Path(str(source.getLocation().toURI().getPath()))
-    java = str(jvm.java.lang.System.getProperty("java.home")) + "/bin/java"
-    class_path = [Path(p) for p in str(jvm.java.lang.System.getProperty("java.class.path")).split(":") if p]
-    jars = sorted({aws_jar, *(p for p in class_path if p.suffix == ".jar")})
     try:
-        classes = javac.compiled(java, "s3a-committer", SOURCES, jars, "sqlext-s3a-committer.jar")
+        jar = jvm_classes.compiled_jar(spark_context, "s3a-committer", SOURCES, "sqlext-s3a-committer.jar", [aws_jar])
     except javac.JavaCompileError as exc:
         log.warning("s3a:// tables are committed by copying each file: sqlext's committer did not compile: %s", exc)
         return False
-    jar = javac.jar_of(classes, "sqlext-s3a-committer.jar")
-    urls = spark_context._gateway.new_array(jvm.java.net.URL, 1)
-    urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
     # The loader of every Hadoop configuration the session derives from this one (they copy it).
-    conf.setClassLoader(jvm.java.net.URLClassLoader(urls, conf.getClassLoader()))
-    spark_context._jsc.addJar(str(jar))
+    conf.setClassLoader(jvm_classes.added_jar(spark_context, jar, conf.getClassLoader()))
     log.info("s3a:// tables: each file is written once, as a multipart upload completed at commit (%s)", jar)
     return True
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlext import javac
+from sqlext import javac, jvm_classes
 from sqlext.catalog.csv_text import CsvTextForm
 
 if TYPE_CHECKING:
@@ -114,28 +114,19 @@ def _joiner_class(frame: DataFrame) -> Any:
         return None
     context = frame.sparkSession.sparkContext
     with _lock:
-        # A new SparkContext (in the same JVM) needs the jar added again: its executors start without it.
-        key = (id(context._jsc), context.applicationId)
+        key = jvm_classes.context_key(context)
         if key not in _loaded:
             _loaded[key] = _load(context)
         return _loaded[key]
 
 
 def _load(context: Any) -> Any:
-    jvm = context._jvm
-    system = jvm.java.lang.System
-    java = str(system.getProperty("java.home")) + "/bin/java"
-    jars = sorted({Path(p) for p in str(system.getProperty("java.class.path")).split(":") if p.endswith(".jar")})
     try:
-        classes = javac.compiled(java, "csv-records", SOURCES, jars, JAR)
+        jar = jvm_classes.compiled_jar(context, "csv-records", SOURCES, JAR)
     except javac.JavaCompileError as exc:
         log.warning("csv records are joined in Python: sqlext's JVM joiner did not compile: %s", exc)
         return None
-    jar = javac.jar_of(classes, JAR)
-    urls = context._gateway.new_array(jvm.java.net.URL, 1)
-    urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
-    parent = jvm.java.lang.Thread.currentThread().getContextClassLoader()
-    loader = jvm.java.net.URLClassLoader(urls, parent)
-    context._jsc.addJar(str(jar))
+    jvm = context._jvm
+    loader = jvm_classes.added_jar(context, jar, jvm.java.lang.Thread.currentThread().getContextClassLoader())
     log.info("csv records are joined on the JVM (%s)", jar)
     return jvm.java.lang.Class.forName(CLASS, True, loader)
