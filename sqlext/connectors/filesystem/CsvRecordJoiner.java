@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.CharBuffer;
 import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
@@ -30,7 +31,7 @@ import org.apache.spark.sql.RowFactory;
 /**
  * The JVM twin of sqlext's Python {@code RecordJoiner} (sqlext/connectors/filesystem/csv_records.py, whose module
  * docstring states the rules): the lines of byte ranges of csv files, as Spark's text source reads them, to csv
- * records. Input rows: the line, the carried columns, then the file's URI, the range's first byte and the byte after
+ * records. Input rows: the line (its bytes), the carried columns, then the file's URI, the range's first byte and the byte after
  * its last; output rows: the record and the carried columns, or with the {@code fields.*} settings the record's
  * fields ({@link CsvFields}) and the carried columns.
  */
@@ -219,16 +220,17 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
                 current = begin(file, start, row.getLong(size - 1));
             }
             current.template = row;
-            String value = row.isNullAt(0) ? "" : row.getString(0);
+            byte[] line = row.isNullAt(0) ? new byte[0] : (byte[]) row.get(0);
             if (current.skip > 0) {
-                value = skipped(current, value);
-                if (value == null) {
+                String rest = skipped(current, line);
+                if (rest == null) {
                     return;
                 }
-                current.records.feed(value, found);
+                current.records.feed(rest, found);
                 emit(current, found);
                 return;
             }
+            String value = text(line);
             boolean unusual = form.unusual(value);
             Range range = current;
             if (range.block.length() == 0 && range.records.pending.isEmpty() && !unusual) {
@@ -254,16 +256,16 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
             emit(range, found);
         }
 
-        /** The rest of a line after the bytes to skip, or null when the whole line is skipped. */
-        private static String skipped(Range range, String line) {
-            byte[] text = (line + "\n").getBytes(StandardCharsets.UTF_8);
-            if (text.length <= range.skip) {
-                range.skip -= text.length;
+        /** The rest of a line (and its line break) after the bytes to skip, or null when the whole line is
+         * skipped. */
+        private static String skipped(Range range, byte[] line) {
+            if (line.length + 1 <= range.skip) {
+                range.skip -= line.length + 1;
                 return null;
             }
             int from = (int) range.skip;
             range.skip = 0;
-            return new String(text, from, text.length - from, StandardCharsets.UTF_8);
+            return text(java.util.Arrays.copyOfRange(line, from, line.length)) + "\n";
         }
 
         private void emit(Range range, List<String> records) {
@@ -275,7 +277,8 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
 
         /** A record's row (none for a record {@link CsvFields#of} does not read), with the carried columns of
          * {@code template}. */
-        private void add(Row template, String record) {
+        private void add(Row template, String text) {
+            String record = invalidBytes ? withReplacements(text) : text;
             Object[] head = form.fields == null ? new Object[] {record} : form.fields.of(record);
             if (head == null) {
                 return;
@@ -417,8 +420,8 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
     static final class Pieces {
         private final FSDataInputStream in;
         private final CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
-                .onMalformedInput(CodingErrorAction.REPLACE)
-                .onUnmappableCharacter(CodingErrorAction.REPLACE);
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
         private final byte[] chunk = new byte[CHUNK];
         private ByteBuffer undecoded = ByteBuffer.allocate(0);
         private String rest = "";
@@ -452,13 +455,7 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
         }
 
         private String decode(ByteBuffer bytes, boolean last) {
-            CharBuffer out = CharBuffer.allocate((int) (bytes.remaining() * 1.1) + 16);
-            decoder.decode(bytes, out, last);
-            if (last) {
-                decoder.flush(out);
-            }
-            out.flip();
-            return out.toString();
+            return CsvRecordJoiner.decode(decoder, bytes, last);
         }
     }
 
@@ -480,11 +477,69 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
         return position;
     }
 
+    /** Whether some text read in this JVM held bytes that are not UTF-8 (records are then checked for them). */
+    static volatile boolean invalidBytes;
+
+    /** A line's text: its UTF-8, with each byte that is not part of it as one of the chars U+DC80-U+DCFF (as
+     * Python's {@code surrogateescape}), so that the text's byte count ({@link #bytes}) is the line's. */
+    static String text(byte[] line) {
+        String text = new String(line, StandardCharsets.UTF_8);
+        if (text.indexOf('\uFFFD') < 0) {
+            return text;
+        }
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        return decode(decoder, ByteBuffer.wrap(line), true);
+    }
+
+    /** {@code bytes} decoded as {@link #text} does (bytes of a character cut at the end are left in
+     * {@code bytes} unless {@code last}). */
+    static String decode(CharsetDecoder decoder, ByteBuffer bytes, boolean last) {
+        CharBuffer out = CharBuffer.allocate(bytes.remaining() + 16);
+        while (true) {
+            CoderResult result = decoder.decode(bytes, out, last);
+            if (result.isMalformed() || result.isUnmappable()) {
+                for (int index = 0; index < result.length(); index++) {
+                    out.put((char) (0xDC00 | (bytes.get() & 0xFF)));
+                }
+                invalidBytes = true;
+            } else if (result.isOverflow()) {
+                CharBuffer larger = CharBuffer.allocate(out.capacity() * 2);
+                out.flip();
+                out = larger.put(out);
+            } else {
+                break;
+            }
+        }
+        if (last) {
+            decoder.flush(out);
+            decoder.reset();
+        }
+        out.flip();
+        return out.toString();
+    }
+
+    /** A record's text with the chars that stand for bytes that are not UTF-8 as U+FFFD, as Spark reads them. */
+    static String withReplacements(String record) {
+        StringBuilder out = null;
+        for (int index = 0; index < record.length(); index++) {
+            char c = record.charAt(index);
+            if (c >= 0xDC80 && c <= 0xDCFF && (index == 0 || !Character.isHighSurrogate(record.charAt(index - 1)))) {
+                if (out == null) {
+                    out = new StringBuilder(record);
+                }
+                out.setCharAt(index, '\uFFFD');
+            }
+        }
+        return out == null ? record : out.toString();
+    }
+
     static long bytes(String text, int from, int to) {
         long count = 0;
         for (int index = from; index < to; index++) {
             char c = text.charAt(index);
-            if (c < 0x80) {
+            if (c < 0x80 || (c >= 0xDC80 && c <= 0xDCFF)) {
                 count += 1;
             } else if (c < 0x800) {
                 count += 2;

@@ -67,7 +67,11 @@ def jvm_records(
         joiner.set(key, value)
     schema = _output_schema(framed, width, fields)
     encoder = jvm.org.apache.spark.sql.Encoders.row(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))
-    return ClassicFrame(framed._jdf.mapPartitions(joiner, encoder), framed.sparkSession)
+    # The line's bytes as the file holds them: byte offsets at range boundaries stay exact where a line is not
+    # UTF-8 (a string would hold a replacement character of three bytes for each such byte).
+    line = framed.columns[0]
+    lines = framed.withColumn(line, framed[f"`{line}`"].cast("binary"))
+    return ClassicFrame(lines._jdf.mapPartitions(joiner, encoder), framed.sparkSession)
 
 
 def field_settings(

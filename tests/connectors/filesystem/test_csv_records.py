@@ -195,3 +195,36 @@ def test_a_record_with_too_many_fields_fails_the_read_naming_the_record(
 
     with pytest.raises(Exception, match="csv line without 1 to 3 fields: 18,a,b,one too many"):
         _typed_rows(spark, path, CsvTextForm(), on_jvm)
+
+
+def test_records_of_a_file_with_bytes_that_are_not_utf8_are_each_read_once_from_small_ranges(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Such bytes before a range's start are counted as the file holds them (one byte each, not the three of a
+    replacement character), so every range starts at the record Hadoop's line reader would; each reads as U+FFFD."""
+    lines = []
+    for index in range(600):
+        lines.append(
+            [
+                f"{index},plain ".encode() + b"\xff\xfe" + b",x",
+                f'{index},"two '.encode() + b"\xe9" + b'\nlines",x',
+                f'{index},"cut at the end '.encode() + b"\xe6\xbc" + b'",x',
+                f"{index},valid é 漢,x".encode(),
+            ][index % 4]
+        )
+    path = tmp_path / "part-0.csv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    previous = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    try:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", "397")
+        spark.conf.set("spark.sql.files.openCostInBytes", "0")
+        read = _read(spark, tmp_path, CsvTextForm(), on_jvm=True)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", previous)
+        spark.conf.unset("spark.sql.files.openCostInBytes")
+
+    assert sorted(int(record.split(",", 1)[0]) for record in read) == list(range(600))
+    assert read[0] == "0,plain \ufffd\ufffd,x"
+    assert read[1] == '1,"two \ufffd\nlines",x'
+    assert read[2] == '2,"cut at the end \ufffd\ufffd",x'
+    assert read[3] == "3,valid é 漢,x"
