@@ -142,6 +142,9 @@ final class CsvFields {
 
     /** The first {@code count} characters (code points) of {@code text}, as Spark's {@code substring}. */
     private static String head(String text, int count) {
-        return text.codePointCount(0, text.length()) <= count ? text : text.substring(0, text.offsetByCodePoints(0, count));
+        if (text.codePointCount(0, text.length()) <= count) {
+            return text;
+        }
+        return text.substring(0, text.offsetByCodePoints(0, count));
     }
 }

@@ -31,9 +31,9 @@ import org.apache.spark.sql.RowFactory;
 /**
  * The JVM twin of sqlext's Python {@code RecordJoiner} (sqlext/connectors/filesystem/csv_records.py, whose module
  * docstring states the rules): the lines of byte ranges of csv files, as Spark's text source reads them, to csv
- * records. Input rows: the line (its bytes), the carried columns, then the file's URI, the range's first byte and the byte after
- * its last; output rows: the record and the carried columns, or with the {@code fields.*} settings the record's
- * fields ({@link CsvFields}) and the carried columns.
+ * records. Input rows: the line (its bytes), the carried columns, then the file's URI, the range's first byte and
+ * the byte after its last; output rows: the record and the carried columns, or with the {@code fields.*} settings
+ * the record's fields ({@link CsvFields}) and the carried columns.
  */
 public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
     private static final long serialVersionUID = 1L;
@@ -543,7 +543,8 @@ public final class CsvRecordJoiner implements MapPartitionsFunction<Row, Row> {
                 count += 1;
             } else if (c < 0x800) {
                 count += 2;
-            } else if (Character.isHighSurrogate(c) && index + 1 < to && Character.isLowSurrogate(text.charAt(index + 1))) {
+            } else if (Character.isHighSurrogate(c) && index + 1 < to
+                    && Character.isLowSurrogate(text.charAt(index + 1))) {
                 count += 4;
                 index++;
             } else {

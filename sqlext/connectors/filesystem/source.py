@@ -220,12 +220,13 @@ def _read_csv_text(
         from sqlext.connectors.filesystem.csv_records_jvm import field_column
 
         files = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
-        fields = record_fields(files, kept, form, _spark_conf(spark), data, accepted)
+        hadoop = _spark_conf(spark)
+        fields = record_fields(files, kept, form, hadoop, data, accepted)
         if fields is not None:
             texts = [F.col(field_column(index)) for index in range(len(data))]
             typed, parsed = form.typed_texts(texts, data)
             return _typed(fields, [*typed, *others, *metadata], parsed)
-        lines = records(files, kept, form, _spark_conf(spark))
+        lines = records(files, kept, form, hadoop, on_jvm=False)  # the JVM cannot run the joiner here
     else:
         lines = reader.format("text").schema(schema).options(**passed).load(paths)
     if form.allow_comments:
