@@ -3,6 +3,7 @@
 
     python -m bench.sink_throughput [--rows 10000000] [--hours 24] [--files 20] [--repeats 3] [--tasks N]
         [--format parquet|orc|csv|json] [--mode streaming|batch] [--files-per-trigger N]
+        [--not-overlapped-too] [--no-statistics-too]
 
 Prints a table and writes bench/results/sink_throughput.json (``sink_throughput_csv_batch.json``,
 ``sink_throughput_tasks<N>.json``: named by what differs from the default). The input is parquet; every
@@ -13,7 +14,8 @@ small warm-up of each; medians are reported. ``--tasks N`` spreads the input's r
 partition: N small files per partition per batch. ``--files-per-trigger N`` reads N input files per
 micro-batch in both streaming variants (default: all in one batch), so that a batch's commit can overlap the
 next batch's write (``_fpt<N>`` in the results file's name); ``--not-overlapped-too`` adds (d), (c) with
-``'sink.partition-commit.async' = 'false'``.
+``'sink.partition-commit.async' = 'false'``; ``--no-statistics-too`` adds (e), (c) with
+``'table.exec.hive.sink.statistic-auto-gather.enable' = 'false'`` (no file read for ``numRows``).
 """
 
 from __future__ import annotations
@@ -155,10 +157,14 @@ def _sink(spark: Any, table: TableDefinition, metastore_uri: str) -> FileSystemS
     return FileSystemSink(context)
 
 
-def run_sqlext_insert(spark: Any, table: TableDefinition, metastore_uri: str, rows: Any, checkpoint: Path) -> Any:
+def run_sqlext_insert(
+    spark: Any, table: TableDefinition, metastore_uri: str, rows: Any, checkpoint: Path, gather_statistics: bool = True
+) -> Any:
     """Stream ``rows`` into ``table`` through the sqlext sink until the input is consumed and every
     partition committed; return the finished query."""
-    plan = InsertPlan(table.identifier.name, checkpoint.as_uri(), available_now=True)
+    plan = InsertPlan(
+        table.identifier.name, checkpoint.as_uri(), available_now=True, gather_statistics=gather_statistics
+    )
     query = _sink(spark, table, metastore_uri).start_stream(rows, plan)
     running = running_insert(str(query.id))
     assert running is not None
@@ -174,19 +180,20 @@ def sqlext_sink(
     work: Path,
     name: str,
     workload: Workload,
+    gather_statistics: bool = True,
     **options: str,
 ) -> None:
     """A sqlext insert into a new table (with ``options``): streaming, or batch (every partition committed at
-    its end)."""
+    its end); ``gather_statistics``: the session option (``InsertPlan.gather_statistics``)."""
     table = partition_time_table(name, work / "table", format=workload.fmt, **options)
     catalog.create_table(table, if_not_exists=False)
     checkpoint = work / "checkpoint"
     if workload.mode == "batch":
-        plan = InsertPlan(table.identifier.name, checkpoint.as_uri())
+        plan = InsertPlan(table.identifier.name, checkpoint.as_uri(), gather_statistics=gather_statistics)
         _sink(spark, table, metastore_uri).write_batch(_batch_events(spark, input_dir, workload.tasks), plan)
         return
     rows = events(spark, input_dir, workload.files_per_trigger, workload.tasks)
-    run_sqlext_insert(spark, table, metastore_uri, rows, checkpoint)
+    run_sqlext_insert(spark, table, metastore_uri, rows, checkpoint, gather_statistics)
 
 
 def main() -> None:
@@ -204,6 +211,11 @@ def main() -> None:
         action="store_true",
         help="also run sqlext with 'sink.partition-commit.async' = 'false' (each batch committed before the next)",
     )
+    parser.add_argument(
+        "--no-statistics-too",
+        action="store_true",
+        help="also run sqlext with 'table.exec.hive.sink.statistic-auto-gather.enable' = 'false' (no numRows)",
+    )
     args = parser.parse_args()
     workload = Workload(args.format, args.mode, args.tasks, args.files_per_trigger)
 
@@ -219,29 +231,23 @@ def main() -> None:
         write_events(warmup_dir, 100_000, args.hours, 2, START)
 
         def variants(source: Path, tag: str) -> dict[str, Any]:
-            return {
+            def sqlext(letter: str, **kwargs: Any) -> Any:
+                return lambda: sqlext_sink(
+                    spark, catalog, hms.uri, source, home / f"{letter}-{tag}", f"{letter}_{tag}", workload, **kwargs
+                )
+
+            chosen = {
                 "spark_file_sink": lambda: spark_file_sink(spark, source, home / f"a-{tag}", workload=workload),
                 "spark_file_sink+msck": lambda: spark_file_sink_then_msck(
                     spark, source, home / f"b-{tag}", f"b_{tag}", workload
                 ),
-                "sqlext": lambda: sqlext_sink(spark, catalog, hms.uri, source, home / f"c-{tag}", f"c_{tag}", workload),
-                **(
-                    {
-                        "sqlext_not_overlapped": lambda: sqlext_sink(
-                            spark,
-                            catalog,
-                            hms.uri,
-                            source,
-                            home / f"d-{tag}",
-                            f"d_{tag}",
-                            workload,
-                            **{"sink.partition-commit.async": "false"},
-                        )
-                    }
-                    if args.not_overlapped_too
-                    else {}
-                ),
+                "sqlext": sqlext("c"),
             }
+            if args.not_overlapped_too:
+                chosen["sqlext_not_overlapped"] = sqlext("d", **{"sink.partition-commit.async": "false"})
+            if args.no_statistics_too:
+                chosen["sqlext_no_statistics"] = sqlext("e", gather_statistics=False)
+            return chosen
 
         for action in variants(warmup_dir, "warmup").values():
             action()
@@ -266,6 +272,9 @@ def main() -> None:
     if "sqlext_not_overlapped" in rates:
         ratio_c = rates["sqlext_not_overlapped"] / rates["spark_file_sink"]
         print(f"sqlext with 'sink.partition-commit.async' = 'false' / spark file sink = {ratio_c:.2f}")
+    if "sqlext_no_statistics" in rates:
+        ratio_e = rates["sqlext_no_statistics"] / rates["spark_file_sink"]
+        print(f"sqlext without gathered statistics / spark file sink = {ratio_e:.2f}")
     path = write_result(
         workload.result_name,
         {

@@ -29,6 +29,9 @@ class InsertPlan:
     #: Turns each micro-batch of the streamed rows into the rows to write (a lookup join's per-batch query,
     #: see :mod:`sqlext.jobs.lookup_join`); only for sinks whose ``runs_batch_rows`` is true.
     batch_rows: Callable[[DataFrame], DataFrame] | None = None
+    #: Whether the commit reads written files for partition statistics that need them (``numRows``: footers,
+    #: the lines of csv and json files); Flink's ``table.exec.hive.sink.statistic-auto-gather.enable``.
+    gather_statistics: bool = True
 
 
 class TableSink(ABC):

@@ -20,6 +20,10 @@ Session options (``SET 'k' = 'v'``), in Flink's names:
   ``spark.sql.session.timeZone`` while the insert is planned and started; see :mod:`sqlext.jobs.time_zone`).
 - ``execution.checkpointing.interval``: the micro-batch interval (Spark's processing-time trigger);
   unset: Spark's default, a new batch as soon as the previous one is done.
+- ``table.exec.hive.sink.statistic-auto-gather.enable``: ``true`` (default) or ``false``: whether the commit
+  reads the files it commits for their partitions' ``numRows`` (parquet and orc footers, the lines of csv and
+  json files). With ``false`` no file is read for it and ``numRows`` is left out; ``numFiles`` and
+  ``totalSize`` come from the listing the commit makes anyway and are still written.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from sqlext.jobs.lease import Lease
 from sqlext.jobs.lookup_join import find_lookup_tables, plan_lookup_join
 from sqlext.jobs.sources import SourceFrame, source_frame
 from sqlext.jobs.time_zone import session_time_zone
-from sqlext.options import parse_duration
+from sqlext.options import BOOLEAN, ConfigOption, parse_duration
 from sqlext.sink import InsertPlan
 from sqlext.sql.hints import options_hint, with_hint
 from sqlext.table import TableDefinition, TableIdentifier
@@ -67,6 +71,7 @@ log = logging.getLogger("sqlext.insert")
 RUNTIME_MODE = "execution.runtime-mode"
 PIPELINE_NAME = "pipeline.name"
 CHECKPOINT_INTERVAL = "execution.checkpointing.interval"
+GATHER_STATISTICS = ConfigOption("table.exec.hive.sink.statistic-auto-gather.enable", BOOLEAN, True)
 STREAMING, BATCH = "streaming", "batch"
 
 
@@ -121,6 +126,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     if (table_path := _table_path(sink)) is not None:
         check_reachable(FileSystem(table_path), table_path)  # a wrong bucket or no credentials: named, nothing written
     mode = runtime_mode(session.options)
+    gather_statistics = _gather_statistics(session.options)
     if statement.overwrite and mode == STREAMING:
         raise ValidationError(
             f"INSERT OVERWRITE {sink.identifier} is not supported in streaming mode (Flink: 'Streaming mode "
@@ -138,15 +144,18 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
     try:
         with session_time_zone(spark, session.options):
-            return _plan_and_run(session, statement, sink, mode, lease)
+            return _plan_and_run(session, statement, sink, mode, lease, gather_statistics)
     except BaseException:
         lease.release()
         raise
 
 
-def _plan_and_run(session: Any, statement: Any, sink: TableDefinition, mode: str, lease: Lease) -> StatementResult:
+def _plan_and_run(
+    session: Any, statement: Any, sink: TableDefinition, mode: str, lease: Lease, gather_statistics: bool
+) -> StatementResult:
     """Plan the insert's query and run it: to its end in batch mode or from bounded sources, else as a
-    streaming query (started here, the lease kept by a heartbeat while it runs)."""
+    streaming query (started here, the lease kept by a heartbeat while it runs); ``gather_statistics``: see
+    the module docstring."""
     spark: SparkSession = session.spark
     query_name, checkpoint_location = lease.owner.pipeline, lease.checkpoint
     current = getattr(session, "current_database", None) or "default"
@@ -177,6 +186,7 @@ def _plan_and_run(session: Any, statement: Any, sink: TableDefinition, mode: str
         trigger_interval=_trigger_interval(session.options),
         available_now=bounded,
         batch_rows=lookup_join.batch_rows if lookup_join else None,
+        gather_statistics=gather_statistics,
     )
     table_sink = _create_sink(session, sink)
     if lookup_join and not table_sink.runs_batch_rows:
@@ -303,6 +313,11 @@ def _check_watermark(sink: TableDefinition, has_watermark: bool) -> None:
         from sqlext.connectors.filesystem.settings import SinkSettings
 
         SinkSettings.from_table(sink).check_partition_time_needs_watermark(has_watermark)
+
+
+def _gather_statistics(options: Mapping[str, str]) -> bool:
+    raw = options.get(GATHER_STATISTICS.key)
+    return True if raw is None else GATHER_STATISTICS.parse(raw)
 
 
 def _trigger_interval(options: Mapping[str, str]) -> str | None:

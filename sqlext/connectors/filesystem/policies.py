@@ -144,7 +144,7 @@ class MetastorePolicy(PartitionCommitPolicy):
             if partition is None:
                 absent.append(context)
                 continue
-            partition.parameters = {**(partition.parameters or {}), **statistics(context)}
+            partition.parameters = restated(partition.parameters, context)
             altered.append(partition)
         return altered, absent
 
@@ -183,9 +183,10 @@ class MetastorePolicy(PartitionCommitPolicy):
             if {(f.uri, f.size) for f in now} == {(f.uri, f.size) for f in context.files}:
                 return None
             context.files = now
-            context.row_count = count_all_rows(context.fs, now, context.table.options.get("format", ""))
+            if context.row_count is not None:  # a count unknown before (not gathered; compressed text) stays so
+                context.row_count = count_all_rows(context.fs, now, context.table.options.get("format", ""))
             partition = by_values[tuple(context.values)]
-            partition.parameters = {**(partition.parameters or {}), **statistics(context)}
+            partition.parameters = restated(partition.parameters, context)
             return partition
 
         for _ in range(SETTLE_ROUNDS):
@@ -233,6 +234,15 @@ class SuccessFilePolicy(PartitionCommitPolicy):
 def statistics(context: PartitionCommitContext) -> dict[str, str]:
     """The HMS partition parameters describing the partition's files (Hive's stats keys)."""
     return file_statistics(context.files, context.row_count)
+
+
+def restated(parameters: dict[str, str] | None, context: PartitionCommitContext) -> dict[str, str]:
+    """A stored partition's ``parameters`` with its statistics replaced by ``context``'s: a ``numRows`` this commit
+    does not know is taken out, never left as an earlier commit stored it for other files."""
+    merged = {**(parameters or {}), **statistics(context)}
+    if context.row_count is None:
+        merged.pop("numRows", None)
+    return merged
 
 
 def file_statistics(files: Sequence[FileStatus], row_count: int | None) -> dict[str, str]:

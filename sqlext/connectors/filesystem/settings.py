@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from sqlext.connectors.filesystem import files
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.done_policies import MARK_DONE_POLICIES
 from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, create_extractor
 from sqlext.connectors.filesystem.policies import PartitionCommitPolicy, create_policies
 from sqlext.errors import ValidationError
-from sqlext.io.fs import normalize
+from sqlext.io.fs import FileStatus, FileSystem, normalize
 from sqlext.options import Options
 from sqlext.table import TableDefinition
 
@@ -40,6 +41,9 @@ class SinkSettings:
     retained_batches: int
     #: Whether a streaming insert commits a batch while the next one is written (``sink.partition-commit.async``).
     commit_async: bool = True
+    #: Whether the commit reads the written files for ``numRows`` (Flink's
+    #: ``table.exec.hive.sink.statistic-auto-gather.enable``, a session option: see :mod:`sqlext.jobs.insert`).
+    gather_statistics: bool = True
 
     @classmethod
     def from_table(cls, table: TableDefinition) -> SinkSettings:
@@ -71,6 +75,11 @@ class SinkSettings:
             from sqlext.connectors.filesystem.compaction.merge import check_mergeable
 
             check_mergeable(self.table, self.format)
+
+    def count_rows(self, fs: FileSystem, status: FileStatus) -> int | None:
+        """Rows of a written data file for the partition statistics (:func:`files.count_rows`); None, without
+        reading it, when the insert gathers no statistics."""
+        return files.count_rows(fs, status, self.format) if self.gather_statistics else None
 
     @property
     def options(self) -> Options:

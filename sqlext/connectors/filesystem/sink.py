@@ -179,7 +179,8 @@ class FileSystemSink(TableSink):
         self.settings = SinkSettings.from_table(self.table)
 
     def _committer(self, plan: InsertPlan) -> BatchCommitter:
-        return BatchCommitter(self.settings, plan.query_name, plan.checkpoint_location, self.metastore_uri, self.spark)
+        settings = replace(self.settings, gather_statistics=plan.gather_statistics)
+        return BatchCommitter(settings, plan.query_name, plan.checkpoint_location, self.metastore_uri, self.spark)
 
     def start_stream(self, rows: DataFrame, plan: InsertPlan) -> StreamingQuery:
         committer = self._committer(plan)
@@ -230,7 +231,8 @@ class FileSystemSink(TableSink):
             info = BatchInfo(None, int(time.time() * 1000))
             entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite, final=True)
             committer.end_of_input()
-            log.info("%s: batch insert wrote %d rows into %s", plan.query_name, entry.rows, self.table.identifier)
+            written = entry.rows if entry.rows_known else "an uncounted number of"
+            log.info("%s: batch insert wrote %s rows into %s", plan.query_name, written, self.table.identifier)
         finally:
             committer.close()
 

@@ -28,7 +28,7 @@ from sqlext.connectors.filesystem.commit.trigger import (
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
 from sqlext.connectors.filesystem.compaction.compactor import Compactor
 from sqlext.connectors.filesystem.expiration import PartitionExpirer
-from sqlext.connectors.filesystem.files import count_rows, data_files
+from sqlext.connectors.filesystem.files import data_files
 from sqlext.connectors.filesystem.policies import PartitionCommitContext
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError, MetastoreUnavailableError
@@ -333,7 +333,7 @@ class PartitionCommitter:
         for status in files:
             count = self._row_counts.get(status.uri)
             if count is None:
-                count = count_rows(self.fs, status, self.settings.format)
+                count = self.settings.count_rows(self.fs, status)
             if count is None:
                 rows = None
                 break

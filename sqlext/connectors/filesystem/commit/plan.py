@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from sqlext.catalog.formats import ltz_columns, prepare_write
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
-from sqlext.connectors.filesystem.files import count_rows
 from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkSettings
 from sqlext.errors import CommitError
 from sqlext.io import s3magic
@@ -155,7 +154,7 @@ class BatchPlanner:
                 continue  # Spark's _SUCCESS marker, checksums, what a straggling task attempt wrote
             data.append((status, status.relative[: -len(name)].rstrip("/")))
         # Footers (or lines) read on the I/O pool: a batch of many small files has one per file.
-        counts = self._pool().map(lambda found: count_rows(self.fs, found[0], self.settings.format), data)
+        counts = self._pool().map(lambda found: self.settings.count_rows(self.fs, found[0]), data)
         return [
             StagedFile(status.uri, status.size, self._partition_values(directory), rows)
             for (status, directory), rows in zip(data, counts, strict=True)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from sqlext.connectors.filesystem.commit.plan import BatchPlanner, StagedFile
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.compaction.compactor import COMPACTION_WRITER
-from sqlext.connectors.filesystem.files import count_rows, readers_see
+from sqlext.connectors.filesystem.files import readers_see
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.faults import fault_point
 from sqlext.io import s3magic
@@ -162,7 +162,7 @@ class BatchUploads:
                 fault_point("mid-move", entry.batch)
             if planned.rows is None:
                 status = FileStatus(planned.final, planned.final.rsplit("/", 1)[1], planned.size, 0)
-                planned.rows = count_rows(self.fs, status, self.settings.format)
+                planned.rows = self.settings.count_rows(self.fs, status)
             if planned.rows is not None:
                 row_counts[planned.final] = planned.rows
 
