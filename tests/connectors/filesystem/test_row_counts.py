@@ -115,3 +115,55 @@ def test_partitions_committed_without_gathered_statistics_have_no_row_count_and_
         assert parameters["totalSize"] == str(sum(f.stat().st_size for f in files[value]))
     rows = spark.read.json(str(tmp_path / "t")).groupBy("p").count().collect()
     assert {row["p"]: row["count"] for row in rows} == {"a": 7, "b": 2}
+
+
+@pytest.mark.parametrize("gather", [True, False], ids=["gathered", "not-gathered"])
+def test_a_batchs_rows_are_counted_as_its_files_move_and_recorded_with_inflight(tmp_path: Path, gather: bool) -> None:
+    """Listing a staged batch reads no file; its rows are counted as step 3 begins (on the background committer
+    with the overlapped commit), so the ``requested`` record has none and every later record has them."""
+    from dataclasses import replace
+
+    from sqlext.connectors.filesystem.commit.moves import BatchMover
+    from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner
+    from sqlext.connectors.filesystem.commit.uploads import BatchUploads
+    from sqlext.connectors.filesystem.commit_log import CommitLog
+    from sqlext.connectors.filesystem.settings import SinkSettings
+    from sqlext.io.pool import io_pool
+    from tests.support.tables import keyed_table
+
+    table = keyed_table("db", "t", tmp_path / "table", format="json")
+    settings = replace(SinkSettings.from_table(table), gather_statistics=gather)
+    fs = FileSystem(settings.path)
+    log = CommitLog(fs, settings.path)
+    staging = log.staging_dir("q", 0)
+    for name, lines in (("p=a/part-0.json", 3), ("p=a/part-1.json", 2), ("p=b/part-0.json", 4)):
+        written = Path(staging.removeprefix("file://")) / name
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text("".join(f'{{"id": {i}}}\n' for i in range(lines)))
+    pool = io_pool("test-row-counts")
+    planner = BatchPlanner(settings, "q", fs, log, lambda: pool)
+    row_counts: dict[str, int] = {}
+    uploads = BatchUploads(settings, "q", fs, log, planner, lambda: pool)
+    mover = BatchMover(settings, "q", fs, log, lambda: pool, row_counts, planner, uploads)
+
+    staged = planner.list_staged(staging)
+    assert [item.rows for item in staged] == [None, None, None]
+    log.write(planner.plan(0, staged, BatchInfo(None, 0)))
+    requested = log.get("q", 0)
+    assert requested is not None and requested.state is State.REQUESTED and not requested.rows_known
+    mover.move(requested)
+    pool.shutdown()
+
+    completed = log.get("q", 0)
+    assert completed is not None and completed.state is State.COMPLETED
+    counted = {planned.final.split("/table/", 1)[1]: planned.rows for planned in completed.files}
+    if gather:
+        assert counted == {"p=a/part-0.json": 3, "p=a/part-1.json": 2, "p=b/part-0.json": 4}
+        assert sorted(row_counts.values()) == [2, 3, 4]
+    else:
+        assert set(counted.values()) == {None} and row_counts == {}
+    assert sorted(p.relative_to(tmp_path / "table").as_posix() for p in (tmp_path / "table").glob("p=*/*")) == [
+        "p=a/part-0.json",
+        "p=a/part-1.json",
+        "p=b/part-0.json",
+    ]
