@@ -18,7 +18,6 @@ import pytest
 from sqlext.connectors.filesystem.commit import moves as batch_moves
 from sqlext.connectors.filesystem.commit import overwrite as overwrite_module
 from sqlext.connectors.filesystem.commit.moves import BatchMover
-from sqlext.connectors.filesystem.commit.plan import BatchPlanner
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -121,8 +120,7 @@ def test_an_overwrite_crashed_at_each_step_and_restarted_holds_exactly_the_new_r
     settings, log, target, uploads = _setup(tmp_path, partitioned, uploaded)
     old = _data_files(target)
     pool = io_pool("test-overwrite")
-    planner = BatchPlanner(settings, QUERY, log.fs, log, lambda: pool)
-    mover = BatchMover(settings, QUERY, log.fs, log, lambda: pool, {}, planner, cast(BatchUploads, uploads))
+    mover = BatchMover(settings, QUERY, log.fs, log, lambda: pool, {}, cast(BatchUploads, uploads))
 
     files_after_each_run = []
     for fault in ("mid-replace", "mid-move", "after-move", None):
@@ -174,8 +172,7 @@ def test_an_overwrite_an_earlier_version_left_between_its_renames_is_finished_an
     target.rename(trash)
     pool = io_pool("test-overwrite")
 
-    planner = BatchPlanner(settings, QUERY, log.fs, log, lambda: pool)
-    BatchMover(settings, QUERY, log.fs, log, lambda: pool, {}, planner, cast(BatchUploads, uploads)).move(entry)
+    BatchMover(settings, QUERY, log.fs, log, lambda: pool, {}, cast(BatchUploads, uploads)).move(entry)
     pool.shutdown()
 
     assert _ids(target) == NEW_IDS

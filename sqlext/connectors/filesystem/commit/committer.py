@@ -145,7 +145,7 @@ class BatchCommitter:
         self._planner = BatchPlanner(settings, query_name, self.fs, self.log, self._move_pool)
         self._uploads = BatchUploads(settings, query_name, self.fs, self.log, self._planner, self._move_pool)
         self._mover = BatchMover(
-            settings, query_name, self.fs, self.log, self._move_pool, self._row_counts, self._planner, self._uploads
+            settings, query_name, self.fs, self.log, self._move_pool, self._row_counts, self._uploads
         )
         self.progress = InsertProgress()
         self.insert = self._partitions.insert

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from sqlext.connectors.filesystem.commit.overwrite import NEW_SUFFIX, Overwrite, hidden_sibling
-from sqlext.connectors.filesystem.commit.plan import BatchPlanner
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.settings import SinkSettings
@@ -22,9 +21,8 @@ log = logging.getLogger("sqlext.commit")
 
 
 class BatchMover:
-    """Moves the planned files of one writing query's batches into place, counting their rows first
-    (``planner``); ``pool`` gives the committer's I/O pool, and the row counts of moved files go into
-    ``row_counts`` (read by the partition commit)."""
+    """Moves the planned files of one writing query's batches into place; ``pool`` gives the committer's
+    I/O pool, and the row counts of moved files go into ``row_counts`` (read by the partition commit)."""
 
     def __init__(
         self,
@@ -34,7 +32,6 @@ class BatchMover:
         log: CommitLog,
         pool: Callable[[], ThreadPoolExecutor],
         row_counts: dict[str, int],
-        planner: BatchPlanner,
         uploads: BatchUploads,
     ) -> None:
         self.settings = settings
@@ -43,7 +40,6 @@ class BatchMover:
         self.log = log
         self._pool = pool
         self._row_counts = row_counts
-        self._planner = planner
         self._uploads = uploads
         self._overwrite = Overwrite(settings, fs, pool)
 
@@ -54,8 +50,6 @@ class BatchMover:
         # Uploads are completed only once the log says inflight: an entry that says so already is a restart.
         resumed = entry.state is State.INFLIGHT
         overwrite = entry.operation == "overwrite"
-        if not resumed and not entry.uploaded:
-            self._planner.count_staged(entry)  # recorded with inflight (uploads are counted as they are published)
         if overwrite and not resumed:
             self._overwrite.list_replaced(entry)  # recorded with inflight, before anything in the table changes
         self.log.transition(entry, State.INFLIGHT)

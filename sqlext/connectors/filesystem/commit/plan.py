@@ -1,7 +1,5 @@
 """Steps 1-2 of the commit protocol (:mod:`.committer`): a batch's rows written into its hidden staging
-dir, the staged files listed, and the plan of their final ``k=v`` locations. The staged files' rows are counted
-as step 3 begins (:meth:`BatchPlanner.count_staged`): with the overlapped commit, while Spark writes the next
-batch.
+dir, the staged files listed with their row counts, and the plan of their final ``k=v`` locations.
 
 The planner also sizes the files Spark writes (``sink.rolling-policy.file-size``) by the bytes per row it
 learns from each batch, and reads what Spark planned for a batch from the query checkpoint.
@@ -20,7 +18,7 @@ from sqlext.connectors.filesystem.escaping import parse_partition_path, partitio
 from sqlext.connectors.filesystem.settings import SPARK_DEFAULT_PARTITION, SinkSettings
 from sqlext.errors import CommitError
 from sqlext.io import s3magic
-from sqlext.io.fs import FileStatus, FileSystem, join
+from sqlext.io.fs import FileSystem, join
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -148,28 +146,19 @@ class BatchPlanner:
         writer.options(**options).save(staging)
 
     def list_staged(self, staging: str) -> list[StagedFile]:
-        """The data files Spark's writer left in ``staging`` (``k=v`` dirs, Spark's escaping), not counted yet."""
-        staged = []
+        """The data files Spark's writer left in ``staging`` (``k=v`` dirs, Spark's escaping)."""
+        data = []
         for status in self.fs.list_files(staging):
             name = status.relative.rsplit("/", 1)[-1]
             if name.startswith(("_", ".")) or status.relative.startswith(PENDING_DIR + "/"):
                 continue  # Spark's _SUCCESS marker, checksums, what a straggling task attempt wrote
-            directory = status.relative[: -len(name)].rstrip("/")
-            staged.append(StagedFile(status.uri, status.size, self._partition_values(directory), None))
-        return staged
-
-    def count_staged(self, entry: LogEntry) -> None:
-        """Count the rows of a planned batch's staged files (footers, or lines; none when the insert gathers no
-        statistics) on the I/O pool, into its entry: called before the entry is recorded ``inflight``, so that
-        the record carries them. The files' bytes per row size the next batches' files."""
-        uncounted = [planned for planned in entry.files if planned.rows is None and planned.upload is None]
-
-        def count(planned: PlannedFile) -> None:
-            status = FileStatus(planned.staged, planned.staged.rsplit("/", 1)[1], planned.size, 0)
-            planned.rows = self.settings.count_rows(self.fs, status)
-
-        list(self._pool().map(count, uncounted))
-        self.learn_row_size(entry.files)
+            data.append((status, status.relative[: -len(name)].rstrip("/")))
+        # Footers (or lines) read on the I/O pool: a batch of many small files has one per file.
+        counts = self._pool().map(lambda found: self.settings.count_rows(self.fs, found[0]), data)
+        return [
+            StagedFile(status.uri, status.size, self._partition_values(directory), rows)
+            for (status, directory), rows in zip(data, counts, strict=True)
+        ]
 
     def list_uploads(self, uploads: list[dict[str, Any]]) -> list[StagedFile]:
         """The data files of a batch written as pending uploads (``uploads``: S3A's commits, their final
