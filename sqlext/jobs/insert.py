@@ -59,7 +59,7 @@ from sqlext.jobs.lease import Lease
 from sqlext.jobs.lookup_join import find_lookup_tables, plan_lookup_join
 from sqlext.jobs.sources import SourceFrame, source_frame
 from sqlext.jobs.time_zone import session_time_zone
-from sqlext.options import BOOLEAN, ConfigOption, parse_duration
+from sqlext.options import BOOLEAN, ConfigOption, Options, parse_duration
 from sqlext.sink import InsertPlan
 from sqlext.sql.hints import options_hint, with_hint
 from sqlext.table import TableDefinition, TableIdentifier
@@ -126,7 +126,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     if (table_path := _table_path(sink)) is not None:
         check_reachable(FileSystem(table_path), table_path)  # a wrong bucket or no credentials: named, nothing written
     mode = runtime_mode(session.options)
-    gather_statistics = _gather_statistics(session.options)
+    gather_statistics = Options(session.options).get(GATHER_STATISTICS)
     if statement.overwrite and mode == STREAMING:
         raise ValidationError(
             f"INSERT OVERWRITE {sink.identifier} is not supported in streaming mode (Flink: 'Streaming mode "
@@ -313,11 +313,6 @@ def _check_watermark(sink: TableDefinition, has_watermark: bool) -> None:
         from sqlext.connectors.filesystem.settings import SinkSettings
 
         SinkSettings.from_table(sink).check_partition_time_needs_watermark(has_watermark)
-
-
-def _gather_statistics(options: Mapping[str, str]) -> bool:
-    raw = options.get(GATHER_STATISTICS.key)
-    return True if raw is None else GATHER_STATISTICS.parse(raw)
 
 
 def _trigger_interval(options: Mapping[str, str]) -> str | None:

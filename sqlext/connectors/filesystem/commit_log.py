@@ -113,8 +113,14 @@ class LogEntry:
 
     @property
     def rows_known(self) -> bool:
-        """Whether every file's rows were counted (not so for compressed csv/json files)."""
+        """Whether every file's rows were counted (not so for compressed csv/json files, nor without gathered
+        statistics)."""
         return all(f.rows is not None for f in self.files)
+
+    @property
+    def rows_described(self) -> str:
+        """The batch's rows for a log line: the count, or "an uncounted number of" (see :attr:`rows_known`)."""
+        return str(self.rows) if self.rows_known else "an uncounted number of"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

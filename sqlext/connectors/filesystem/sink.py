@@ -231,8 +231,9 @@ class FileSystemSink(TableSink):
             info = BatchInfo(None, int(time.time() * 1000))
             entry = committer.process_batch(rows, batch_id, info, overwrite=plan.overwrite, final=True)
             committer.end_of_input()
-            written = entry.rows if entry.rows_known else "an uncounted number of"
-            log.info("%s: batch insert wrote %s rows into %s", plan.query_name, written, self.table.identifier)
+            log.info(
+                "%s: batch insert wrote %s rows into %s", plan.query_name, entry.rows_described, self.table.identifier
+            )
         finally:
             committer.close()
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commit_log import LogEntry, PlannedFile, State
 from sqlext.connectors.filesystem.files import count_all_rows, data_files
+from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.io.fs import FileSystem
 from sqlext.spark.session import extend
+from sqlext.table import TableDefinition, TableIdentifier
 
 
 def _counts(directory: Path, fmt: str) -> int | None:
@@ -37,6 +40,7 @@ def test_a_compressed_text_file_is_uncounted_not_zero(tmp_path: Path) -> None:
         "q", 0, State.COMPLETED, files=[PlannedFile("s", "f", "p", 1, None), PlannedFile("s", "g", "p", 1, 3)]
     )
     assert not entry.rows_known and entry.rows == 3
+    assert entry.rows_described == "an uncounted number of"
 
 
 @pytest.mark.spark
@@ -65,11 +69,6 @@ def test_text_partitions_are_committed_with_their_row_counts(
 
 
 def test_without_gathered_statistics_a_file_is_not_read_for_its_rows(tmp_path: Path) -> None:
-    from dataclasses import replace
-
-    from sqlext.connectors.filesystem.settings import SinkSettings
-    from sqlext.table import TableDefinition, TableIdentifier
-
     (tmp_path / "part-0.json").write_bytes(b'{"id": 1}\n{"id": 2}\n')
     table = TableDefinition(
         TableIdentifier("d", "t"), (), {"connector": "filesystem", "path": tmp_path.as_uri(), "format": "json"}

@@ -287,7 +287,7 @@ class BatchCommitter:
                 "totals: %d batches, %d rows%s, %d files, %d partition commits",
                 self.query_name,
                 batch,
-                entry.rows if entry.rows_known else "an uncounted number of",
+                entry.rows_described,
                 len(entry.files),
                 self.settings.path,
                 ", ".join(committed) or "none",
