@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 JARS_DIR ?= $(HOME)/.cache/sqlext/jars
 export SQLEXT_JARS_DIR = $(JARS_DIR)
 
-.PHONY: runtime install system-deps flink-venv jars class-archive demo test lint typecheck unit clean
+.PHONY: runtime install system-deps flink-venv jars class-archive demo docs test lint typecheck unit clean
 
 # sqlext and what it needs at run time: all `make demo` installs.
 runtime: $(VENV)/.runtime
@@ -55,6 +55,10 @@ class-archive: install
 demo: runtime
 	$(VENV)/bin/sqlext demo
 
+# The docs site, from docs/ (mkdocs.yml), into site/; --strict fails on a broken link or anchor.
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
 lint: install
 	$(VENV)/bin/ruff check sqlext tests bench
 	$(VENV)/bin/ruff format --check sqlext tests bench
@@ -74,4 +78,4 @@ test: install system-deps flink-venv lint typecheck jars class-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache site

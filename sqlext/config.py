@@ -40,7 +40,7 @@ METRICS_PORT = PREFIX + "metrics.port"
 METRICS_HOST = PREFIX + "metrics.host"
 DRIVER_CLASS_SHARING = PREFIX + "driver.class-sharing"
 
-#: Every key sqlext reads, with its meaning (the reference in README is written from this).
+#: Every key sqlext reads, with its meaning (the reference in docs/configuration.md is written from this).
 KEYS: dict[str, str] = {
     METASTORE_URIS: "Hive Metastore URIs (thrift://host:port[,...]). Unset: start the embedded metastore.",
     METASTORE_PORT: "Port of the embedded metastore (default 9083).",

@@ -382,7 +382,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--hiveconf",
         action="append",
         metavar="KEY=VALUE",
-        help="HiveServer2 setting, e.g. hive.server2.authentication=LDAP (see README)",
+        help="HiveServer2 setting, e.g. hive.server2.authentication=LDAP (see docs/gateway.md)",
     )
     server.add_argument(
         "--insecure-no-auth",

@@ -42,7 +42,7 @@ INSECURE_NO_AUTH = GATEWAY + "insecure-no-auth"
 SSL_CERTFILE = GATEWAY + "ssl.certfile"
 SSL_KEYFILE = GATEWAY + "ssl.keyfile"
 
-#: The gateway's keys with their meaning (README's configuration table is written from this).
+#: The gateway's keys with their meaning (docs/configuration.md's table is written from this).
 KEYS: dict[str, str] = {
     AUTHENTICATION: "How logins are checked: NONE (default: no password), FILE, LDAP or CUSTOM.",
     USERS_FILE: "FILE: the users file (default $SQLEXT_HOME/gateway/users); `sqlext gateway passwd` writes it.",
@@ -186,7 +186,7 @@ class GatewaySecurity:
         raise ConfigError(
             f"Refusing to listen on {host} without authentication: anyone who reaches the port could run "
             "any SQL there (read and write files, create and drop tables, stop jobs) under any user name. "
-            f"Set '{AUTHENTICATION}' to FILE, LDAP or CUSTOM (see README, 'HiveServer2 gateway'), or, on a "
+            f"Set '{AUTHENTICATION}' to FILE, LDAP or CUSTOM (see docs/gateway.md, 'HiveServer2 gateway'), or, on a "
             f"network you trust, pass --insecure-no-auth ('{INSECURE_NO_AUTH}=true').",
             option=AUTHENTICATION,
             value=self.mode.value,
