@@ -42,11 +42,11 @@ START = datetime(2026, 11, 22)
 DELAY = timedelta(hours=1)
 
 
-def write_steady_input(directory: Path, batches: int, rows: int, minutes: int) -> None:
-    """One file per batch, each with the next ``minutes`` of event time, oldest first."""
+def write_steady_input(directory: Path, batches: int, rows: int, minutes: int, start: datetime = START) -> None:
+    """One file per batch, each with the next ``minutes`` of event time from ``start``, oldest first."""
     directory.mkdir(parents=True)
     for batch in range(batches):
-        begin = START + timedelta(minutes=minutes * batch)
+        begin = start + timedelta(minutes=minutes * batch)
         step = timedelta(minutes=minutes) / rows
         ids = range(batch * rows, (batch + 1) * rows)
         table = pa.table(

@@ -1,0 +1,301 @@
+"""Cost at scale (issue #60): does what sqlext does per batch, per poll and per command grow with the table?
+
+    python -m bench.table_scale [--sizes 0,10000,100000] [--files-per-partition 10] [--batches 12] [--repeats 3]
+
+For each size, one table with the same DDL (hourly ``dt``/``hr`` parquet, ``partition-time`` + 1 h,
+``metastore,success-file``) is grown to that many partitions as a backfill would leave it: each an hour of
+2010 onwards, a directory of ``--files-per-partition`` small parquet files (hard links of one file, so a
+million files cost no disk) and ``_SUCCESS``, registered directly in the metastore with its statistics. Then,
+on each table in turn (ABAB over ``--repeats`` rounds):
+
+- a steady streaming insert of ``--batches`` micro-batches (one input file each, 6 minutes of 2026 event time)
+  through sqlext's sink: per batch the committer's time and the metastore calls it made (counted by a
+  listener on sqlext's metastore client), the driver's memory after the run, the commit log's size;
+- ``sqlext status`` and ``sqlext commits`` of the table (the functions the commands call);
+- one poll of a streaming read of the table (``streaming-source.enable``: the metastore listing and the next
+  offset, as the source's ``latestOffset`` does it);
+- the expiry scan (``partition.expiration-time`` set so that exactly the oldest partition expires;
+  ``sqlext expire --dry-run``'s work) and the compaction of one partition (``sqlext compact --partition``).
+
+Each figure is reported per size with its ratio to the empty table's and the least-squares slope per 10,000
+partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results/table_scale.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.common import metastore, print_table, scratch_dir, spark_session, write_result
+from bench.sink_throughput import events, partition_time_table, run_sqlext_insert
+from bench.steady_state import write_steady_input
+from sqlext import listeners
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.table import TableDefinition
+
+BACKFILL_START = datetime(2010, 1, 1)
+#: Partitions registered per metastore call while the table grows.
+GROW_CHUNK = 1000
+
+
+class CallCounter(listeners.InsertListener):
+    """Counts the metastore calls sqlext's client makes, and times each batch's commit."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.commit_s: dict[int, float] = {}
+
+    def metastore_call(self, call: str, outcome: str, seconds: float) -> None:
+        self.calls[call] += 1
+
+    def batch_committed(self, event: listeners.BatchCommitted) -> None:
+        self.commit_s[event.batch] = self.commit_s.get(event.batch, 0.0) + event.commit_s
+
+    def partitions_committed(self, event: listeners.PartitionsCommitted) -> None:
+        if event.batch is not None:
+            self.commit_s[event.batch] = self.commit_s.get(event.batch, 0.0) + event.seconds
+
+
+@contextmanager
+def counting() -> Iterator[CallCounter]:
+    counter = CallCounter()
+    listeners.add_listener(counter)
+    try:
+        yield counter
+    finally:
+        listeners.remove_listener(counter)
+
+
+def _hour_spec(index: int) -> tuple[str, str]:
+    at = BACKFILL_START + timedelta(hours=index)
+    return at.strftime("%Y-%m-%d"), at.strftime("%H")
+
+
+def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size: int, files: int) -> None:
+    """``size`` backfilled partitions of ``files`` files each, on disk and in the metastore."""
+    from hmsclient.genthrift.hive_metastore import ttypes
+
+    sample = table_dir.parent / f"{table_dir.name}-sample.parquet"
+    pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
+    file_bytes = sample.stat().st_size
+    hms_table = client.get_table(table.identifier.database, table.identifier.name)
+    assert hms_table is not None
+    chunk: list[Any] = []
+    for index in range(size):
+        dt, hr = _hour_spec(index)
+        directory = table_dir / f"dt={dt}" / f"hr={hr}"
+        directory.mkdir(parents=True)
+        for number in range(files):
+            os.link(sample, directory / f"part-{number:05d}.parquet")
+        (directory / "_SUCCESS").touch()
+        descriptor = ttypes.StorageDescriptor(**vars(hms_table.sd))
+        descriptor.location = directory.as_uri()
+        parameters = {"numFiles": str(files), "totalSize": str(files * file_bytes), "numRows": str(files)}
+        chunk.append(
+            ttypes.Partition(
+                values=[dt, hr],
+                dbName=table.identifier.database,
+                tableName=table.identifier.name,
+                sd=descriptor,
+                parameters=parameters,
+            )
+        )
+        if len(chunk) == GROW_CHUNK or index == size - 1:
+            client.add_partitions(table.identifier.database, table.identifier.name, chunk)
+            chunk = []
+            print(f"  grown {index + 1:,} of {size:,} partitions", flush=True)
+
+
+def _timed(action: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """Median seconds and metastore calls of ``action`` over ``repeats`` runs."""
+    seconds, calls = [], []
+    for _ in range(repeats):
+        with counting() as counter:
+            started = time.perf_counter()
+            action()
+            seconds.append(time.perf_counter() - started)
+            calls.append(sum(counter.calls.values()))
+    return {"s": statistics.median(seconds), "metastore_calls": statistics.median(calls)}
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _dir_bytes(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()) if directory.exists() else 0
+
+
+def steady_insert(
+    spark: Any, uri: str, table: TableDefinition, work: Path, batches: int, round_: int
+) -> dict[str, Any]:
+    """The steady streaming insert into ``table``: per-batch commit figures, memory, commit-log size."""
+    input_dir = work / f"input-{table.identifier.name}-{round_}"
+    # Each round writes a day of its own, so that no round's rows are late data for the round before.
+    write_steady_input(input_dir, batches, rows=2000, minutes=6, start=datetime(2026, 11, 22) + timedelta(days=round_))
+    with counting() as counter:
+        run_sqlext_insert(
+            spark,
+            table,
+            uri,
+            events(spark, input_dir, files_per_trigger=1),
+            work / f"cp-{table.identifier.name}-{round_}",
+        )
+    table_dir = Path(table.options["path"].removeprefix("file://"))
+    return {
+        "commit_s": statistics.median(counter.commit_s.values()),
+        # All the insert's calls, its start and end of input included: what must not grow with the table.
+        "metastore_calls_per_batch": sum(counter.calls.values()) / batches,
+        "metastore_calls": dict(counter.calls),
+        "driver_python_rss_mb": _rss_mb(os.getpid()),
+        "driver_jvm_rss_mb": _rss_mb(spark.sparkContext._gateway.proc.pid),
+        "commit_log_bytes": _dir_bytes(table_dir / "_sqlext" / "log"),
+    }
+
+
+def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: int, repeats: int) -> dict[str, Any]:
+    """``status``, ``commits``, a streaming read's poll, the expiry scan and one partition's compaction."""
+    from sqlext.connectors.filesystem.compaction.command import compact_table
+    from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
+    from sqlext.connectors.filesystem.expiration import PartitionExpirer
+    from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset
+    from sqlext.connectors.filesystem.streaming.partitions import (
+        compaction_merges,
+        key_function,
+        list_partition_files,
+        poll,
+    )
+    from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
+    from sqlext.connectors.filesystem.streaming.spec import SourceSpec
+    from sqlext.jobs.audit import commit_log_entries
+    from sqlext.jobs.status import insert_statuses
+
+    path = table.options["path"]
+    name = str(table.identifier)
+    reading = replace(table, options={**table.options, "streaming-source.enable": "true"})
+    spec = SourceSpec.of_table(reading, uri, {})
+    settings = StreamingSourceSettings.from_table(reading)
+
+    def poll_once() -> None:
+        partitions = poll(spec, client)
+        next_offset(
+            initial_offset(settings),
+            partitions,
+            settings,
+            key_function(spec, settings),
+            lambda partition: list_partition_files(partition, "_SUCCESS"),
+            lambda partition: compaction_merges(path, partition),
+        )
+
+    # Exactly the oldest backfilled partition (or, on the empty table, none) is past its expiration time.
+    oldest = BACKFILL_START + timedelta(hours=1)
+    age = datetime.now(UTC).replace(tzinfo=None) - oldest + timedelta(minutes=30)
+    expiring = replace(table, options={**table.options, "partition.expiration-time": f"{int(age.total_seconds())} s"})
+    newest = Catalog(client).get_table(table.identifier)
+    last_written = sorted(client.get_partition_names(table.identifier.database, table.identifier.name))[-1]
+    compacted = last_written.split("/")
+
+    return {
+        "status": _timed(lambda: insert_statuses(path, name, None), repeats),
+        "commits": _timed(lambda: commit_log_entries(path, None), repeats),
+        "streaming_read_poll": _timed(poll_once, repeats),
+        "expiry_scan": _timed(lambda: PartitionExpirer(expiring, client, DEFAULT_READER_GRACE).expired(), repeats),
+        "compact_one_partition": _timed(
+            lambda: compact_table(newest, client, compacted, None, timedelta(0), show_progress=False), 1
+        ),
+        "expired_partitions": len(PartitionExpirer(expiring, client, DEFAULT_READER_GRACE).expired()),
+        "size": size,
+    }
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of ``(x, y)`` points."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread if spread else 0.0
+
+
+def report(results: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per figure: the median per size, its ratio to the smallest size's, and the slope per 10,000."""
+    figures = {
+        "batch commit s": lambda r: r["insert"]["commit_s"],
+        "metastore calls per batch": lambda r: r["insert"]["metastore_calls_per_batch"],
+        "driver JVM RSS MB": lambda r: r["insert"]["driver_jvm_rss_mb"],
+        "commit log bytes": lambda r: r["insert"]["commit_log_bytes"],
+        "status s": lambda r: r["commands"]["status"]["s"],
+        "commits s": lambda r: r["commands"]["commits"]["s"],
+        "streaming read poll s": lambda r: r["commands"]["streaming_read_poll"]["s"],
+        "streaming read poll metastore calls": lambda r: r["commands"]["streaming_read_poll"]["metastore_calls"],
+        "expiry scan s": lambda r: r["commands"]["expiry_scan"]["s"],
+        "compact one partition s": lambda r: r["commands"]["compact_one_partition"]["s"],
+    }
+    sizes = sorted(results)
+    summary: dict[str, Any] = {}
+    rows = []
+    for figure, pick in figures.items():
+        medians = {size: statistics.median(pick(r) for r in results[size]) for size in sizes}
+        base = medians[sizes[0]] or 1e-9
+        growth = slope([(size / 10_000, value) for size, value in medians.items()])
+        summary[figure] = {"by_size": medians, "ratio_to_smallest": medians[sizes[-1]] / base, "slope_per_10k": growth}
+        rows.append(
+            [figure, *(f"{medians[s]:.4g}" for s in sizes), f"{medians[sizes[-1]] / base:.2f}x", f"{growth:.4g}"]
+        )
+    print_table(["figure", *(f"{s:,} partitions" for s in sizes), "largest / smallest", "slope per 10k"], rows)
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="0,10000,100000", help="table sizes in partitions, comma-separated")
+    parser.add_argument("--files-per-partition", type=int, default=10)
+    parser.add_argument("--batches", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--result", default="table_scale")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",")]
+
+    work = scratch_dir()
+    with metastore(work) as settings, MetastoreClient(settings.uri) as client:
+        spark = spark_session(settings.uri, work / "warehouse")
+        catalog = Catalog(client)
+        client.create_database("bench")
+        tables = {}
+        for size in sizes:
+            table = partition_time_table(f"scale_{size}", work / f"scale_{size}")
+            catalog.create_table(table)
+            print(f"growing bench.scale_{size} to {size:,} partitions", flush=True)
+            grow(client, table, work / f"scale_{size}", size, args.files_per_partition)
+            tables[size] = table
+        results: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
+        for round_ in range(args.repeats):
+            order = sizes if round_ % 2 == 0 else list(reversed(sizes))  # ABAB: neither size always goes first
+            for size in order:
+                print(f"round {round_ + 1}: bench.scale_{size}", flush=True)
+                measured = {"insert": steady_insert(spark, settings.uri, tables[size], work, args.batches, round_)}
+                measured["commands"] = commands(client, settings.uri, tables[size], size, repeats=3)
+                results[size].append(measured)
+        summary = report(results)
+        spark.stop()
+    path = write_result(args.result, {"args": vars(args), "summary": summary, "runs": results})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
