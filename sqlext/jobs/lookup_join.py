@@ -32,8 +32,14 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import expressions as exp
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.streaming.partitions import PartitionSnapshot, is_switched, key_function, poll
-from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.partitions import (
+    PartitionSnapshot,
+    is_switched,
+    key_function,
+    name_key_function,
+    poll,
+)
+from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings
 from sqlext.connectors.filesystem.streaming.spec import SourceSpec
 from sqlext.errors import ValidationError
 from sqlext.options import Options
@@ -219,9 +225,10 @@ class LatestPartition:
         from sqlext.catalog.metastore.client import MetastoreClient
 
         spec = source_spec(self.table, self.metastore_uris)
-        key = key_function(spec, spec.settings())
+        settings = spec.settings()
+        key = key_function(spec, settings)
         with MetastoreClient(self.metastore_uris) as client:
-            partitions = poll(spec, client)
+            partitions = poll(spec, client, newest_names(name_key_function(spec, settings)))
         return max(partitions, key=lambda p: (key(p), p.name), default=None)
 
     def release(self) -> None:
@@ -229,6 +236,21 @@ class LatestPartition:
         if self._frame is not None:
             self._frame.unpersist()
             self._frame = None
+
+
+def newest_names(name_key: Callable[[str], Key | None] | None) -> Callable[[list[str]], list[str]] | None:
+    """The names of the newest partitions by their names' keys (and those whose key is unknown), so that a
+    reload fetches those alone; None (fetch every partition) where the order's key is not in the name."""
+    if name_key is None:
+        return None
+
+    def wanted(names: list[str]) -> list[str]:
+        keyed = [(name_key(name), name) for name in names]
+        known = [at for at, _ in keyed if at is not None]
+        newest = max(known, default=None)
+        return [name for at, name in keyed if at is None or at == newest]
+
+    return wanted
 
 
 def source_spec(table: TableDefinition, metastore_uris: str) -> SourceSpec:

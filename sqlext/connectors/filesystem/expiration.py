@@ -136,6 +136,10 @@ class PartitionExpirer:
         pending |= self.pending()
         names = [name for name in self.metastore.get_partition_names(ident.database, ident.name) if name not in pending]
         by_values = {tuple(parse_partition_path(name, keys)): name for name in names}
+        if self.strategy != fso.EXPIRATION_UPDATE_TIME:
+            # The partition's time is in its name: fetch only the partitions old enough to expire, so that a
+            # scan of a table of 100,000 partitions fetches the few that expire, not all of them.
+            names = [name for values, name in by_values.items() if self._due(list(values), now_ms)]
         found = []
         for partition in self.metastore.get_partitions_by_names(ident.database, ident.name, names) if names else []:
             values = list(partition.values)
@@ -147,6 +151,17 @@ class PartitionExpirer:
                 found.append(ExpiredPartition(path, values, normalize(partition.sd.location), since))
         return sorted(found, key=lambda p: p.path)
 
+    def _due(self, values: list[str], now_ms: int) -> bool:
+        """Whether a partition, by its values alone, is past its expiration time (one whose time cannot be
+        extracted is fetched, and kept with a warning as before; ``.done`` partitions go with theirs)."""
+        if is_done_partition(values):
+            return False
+        try:
+            since = self._extracted_ms(values)
+        except Exception:
+            return True
+        return since + self.expiration // timedelta(milliseconds=1) < now_ms
+
     def _since_ms(self, path: str, values: list[str], partition: object, last_commit: dict[str, int]) -> int | None:
         if self.strategy == fso.EXPIRATION_UPDATE_TIME:
             if path in last_commit:
@@ -154,10 +169,14 @@ class PartitionExpirer:
             stored = (getattr(partition, "parameters", None) or {}).get("sqlext.commit-time")
             return int(stored) if stored else int(getattr(partition, "createTime", 0) or 0) * 1000
         try:
-            local = self.extractor.extract(self.table.partition_keys, values)
+            return self._extracted_ms(values)
         except Exception as exc:  # a partition whose age is unknown is kept
             log.warning("%s: partition %s is kept: its time cannot be extracted (%s)", self.table.identifier, path, exc)
             return None
+
+    def _extracted_ms(self, values: list[str]) -> int:
+        """The partition time of ``values`` in epoch ms, in the table's watermark time zone."""
+        local = self.extractor.extract(self.table.partition_keys, values)
         return (local.replace(tzinfo=self.zone, fold=0) - _EPOCH) // timedelta(milliseconds=1)
 
     # -- the protocol ---------------------------------------------------------------------------

@@ -101,6 +101,31 @@ def next_offset(
     return offset
 
 
+def unread_names(
+    start: Mapping[str, Any], settings: StreamingSourceSettings, name_key: Callable[[str], Key | None] | None
+) -> Callable[[list[str]], list[str]] | None:
+    """Which of the listed partition names the next offset from ``start`` can read: those at or past its key
+    (the rest :func:`next_offset` skips as read or too late). None (fetch every partition) where the key is not
+    in the name, or where re-commits of partitions read before are watched."""
+    if name_key is None or settings.read_recommits:
+        return None
+    key = start["key"]
+
+    def wanted(names: list[str]) -> list[str]:
+        return [name for name in names if _at_or_after(name_key(name), key)]
+
+    return wanted
+
+
+def _at_or_after(at: Key | None, key: Key) -> bool:
+    """Whether a partition at ``at`` may be read after ``key``; unknown keys are kept (reading decides)."""
+    if isinstance(at, str) and isinstance(key, str):
+        return at >= key
+    if isinstance(at, int) and isinstance(key, int):
+        return at >= key
+    return True
+
+
 @dataclass(frozen=True)
 class BatchProgress:
     """What one micro-batch of the source read, and how far behind the newest commit it was."""

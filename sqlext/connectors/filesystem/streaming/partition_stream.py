@@ -31,12 +31,14 @@ from sqlext.connectors.filesystem.streaming.offsets import (
     initial_offset,
     latest_report,
     next_offset,
+    unread_names,
 )
 from sqlext.connectors.filesystem.streaming.partitions import (
     PartitionSnapshot,
     compaction_merges,
     key_function,
     list_partition_files,
+    name_key_function,
     poll,
 )
 from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME, SourceSpec
@@ -98,7 +100,8 @@ class CommittedPartitionReader(DataSourceStreamReader):
         # This process is Spark's Python worker, without a JVM: the partition listings below go through
         # pyarrow, which needs the session's keys (an s3a:// table's endpoint and credentials) as read_file does.
         arrowfs.configure(self.spec.hadoop)
-        partitions = poll(self.spec, self._metastore())
+        name_key = name_key_function(self.spec, self.settings)
+        partitions = poll(self.spec, self._metastore(), unread_names(start, self.settings, name_key))
         self._polled = partitions
         options = Options(self.spec.options)
         success_file = options.get(fso.SUCCESS_FILE_NAME)

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlext.connectors.filesystem import options as fso
-from sqlext.connectors.filesystem.escaping import partition_path
+from sqlext.connectors.filesystem.escaping import parse_partition_path, partition_path
 from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings, epoch_ms
 from sqlext.connectors.filesystem.streaming.spec import SourceSpec
 from sqlext.options import Options
@@ -112,12 +112,40 @@ def compaction_merges(table_path: str, partition: PartitionSnapshot) -> dict[str
     return merged
 
 
-def poll(spec: SourceSpec, client: Any) -> list[PartitionSnapshot]:
-    """Every partition of the table in the metastore now."""
+def poll(
+    spec: SourceSpec, client: Any, wanted: Callable[[list[str]], list[str]] | None = None
+) -> list[PartitionSnapshot]:
+    """The partitions of the table in the metastore now: every one, or those of the names ``wanted`` keeps of
+    the listed names. A table of 100,000 partitions then costs a listing of names and the few partitions
+    wanted, not 100,000 partition objects fetched at every poll."""
     default_name = Options(spec.options).get(fso.PARTITION_DEFAULT_NAME)
     names = client.get_partition_names(spec.database, spec.table)
+    if wanted is not None:
+        names = wanted(names)
     found = client.get_partitions_by_names(spec.database, spec.table, names) if names else []
     return [snapshot(spec.partition_keys, partition, default_name) for partition in found]
+
+
+def name_key_function(spec: SourceSpec, settings: StreamingSourceSettings) -> Callable[[str], Key | None] | None:
+    """The order key of a partition from its name alone (None where its values give no time), for the orders
+    whose key the name holds (``partition-name``, ``partition-time``); None for ``create-time``, which only
+    the metastore's partition object carries."""
+    if settings.order == fso.ORDER_PARTITION_NAME:
+        return lambda name: name
+    if settings.order != fso.ORDER_PARTITION_TIME:
+        return None
+    from sqlext.connectors.filesystem.settings import SinkSettings
+
+    extractor = SinkSettings.from_table(spec.definition()).extractor()
+    keys = spec.partition_keys
+
+    def key_of(name: str) -> Key | None:
+        try:
+            return epoch_ms(extractor.extract(keys, parse_partition_path(name, keys)))
+        except Exception:  # fetched, so that reading it fails as it did before names were filtered
+            return None
+
+    return key_of
 
 
 def key_function(spec: SourceSpec, settings: StreamingSourceSettings) -> Callable[[PartitionSnapshot], Key]:

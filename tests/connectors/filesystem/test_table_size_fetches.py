@@ -1,0 +1,180 @@
+"""A streaming read's poll, a lookup join's reload and the expiry scan on a table of many partitions, against
+the real metastore: what they fetch of it must follow what they can read or expire, not the table's size."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hmsclient.genthrift.hive_metastore import ttypes
+
+from sqlext.catalog.hms import Catalog
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.expiration import PartitionExpirer
+from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset, unread_names
+from sqlext.connectors.filesystem.streaming.partitions import key_function, name_key_function, poll
+from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
+from sqlext.connectors.filesystem.streaming.spec import SourceSpec
+from sqlext.jobs.lookup_join import newest_names
+from sqlext.table import Column, TableDefinition, TableIdentifier
+
+pytestmark = [pytest.mark.hms]
+
+HOURS = 120
+START = datetime(2026, 1, 1)
+
+
+class Recording:
+    """The session's real client, recording the partition names each ``get_partitions_by_names`` asks for."""
+
+    def __init__(self, client: MetastoreClient) -> None:
+        self.client = client
+        self.fetched: list[str] = []
+
+    def get_partition_names(self, database: str, table: str) -> list[str]:
+        return self.client.get_partition_names(database, table)
+
+    def get_partitions_by_names(self, database: str, table: str, names: Sequence[str]) -> list[Any]:
+        self.fetched.extend(names)
+        return self.client.get_partitions_by_names(database, table, names)
+
+
+def _hour(index: int) -> tuple[str, str]:
+    at = START + timedelta(hours=index)
+    return at.strftime("%Y-%m-%d"), at.strftime("%H")
+
+
+@pytest.fixture(scope="module")
+def hourly(metastore: MetastoreSettings, tmp_path_factory: pytest.TempPathFactory) -> TableDefinition:
+    """``poll_db.hourly``: 120 hourly partitions registered in the metastore."""
+    with MetastoreClient(metastore.uri) as hms:
+        return _register(hms, tmp_path_factory.mktemp("hourly"))
+
+
+def _register(hms: MetastoreClient, path: Path) -> TableDefinition:
+    table = TableDefinition(
+        TableIdentifier("poll_db", "hourly"),
+        (Column("id", "BIGINT"), Column("dt", "STRING"), Column("hr", "STRING")),
+        {
+            "connector": "filesystem",
+            "path": path.as_uri(),
+            "format": "parquet",
+            "partition.time-extractor.timestamp-pattern": "$dt $hr:00:00",
+        },
+        ("dt", "hr"),
+    )
+    hms.create_database("poll_db")
+    Catalog(hms).create_table(table)
+    stored = hms.get_table("poll_db", "hourly")
+    assert stored is not None
+    partitions = []
+    for index in range(HOURS):
+        dt, hr = _hour(index)
+        descriptor = ttypes.StorageDescriptor(**vars(stored.sd))
+        descriptor.location = f"{path.as_uri()}/dt={dt}/hr={hr}"
+        partitions.append(
+            ttypes.Partition(
+                values=[dt, hr],
+                dbName="poll_db",
+                tableName="hourly",
+                sd=descriptor,
+                parameters={"numFiles": "0", "totalSize": "0"},  # else the metastore lists each directory
+            )
+        )
+    hms.add_partitions("poll_db", "hourly", partitions)
+    return table
+
+
+def _reading(table: TableDefinition, **options: str) -> tuple[SourceSpec, StreamingSourceSettings]:
+    reading = TableDefinition(
+        table.identifier,
+        table.columns,
+        {**table.options, "streaming-source.enable": "true", **options},
+        table.partition_keys,
+    )
+    return SourceSpec.of_table(reading, "thrift://unused", {}), StreamingSourceSettings.from_table(reading)
+
+
+def _read_names(spec: SourceSpec, settings: StreamingSourceSettings, start: dict[str, Any], found: Any) -> list[str]:
+    end = next_offset(start, found, settings, key_function(spec, settings), lambda partition: ["part-0.parquet"])
+    return [entry["p"] for entry in end.get("batch", [])]
+
+
+@pytest.mark.parametrize(
+    ("order", "start_offset"),
+    [("partition-name", "dt=2026-01-05/hr=18"), ("partition-time", "2026-01-05 18:00:00")],
+)
+def test_a_poll_fetches_only_the_partitions_at_or_past_its_offset(
+    hms: MetastoreClient, hourly: TableDefinition, order: str, start_offset: str
+) -> None:
+    spec, settings = _reading(
+        hourly,
+        **{
+            "streaming-source.partition-order": order,
+            "streaming-source.consume-start-offset": start_offset,
+            "streaming-source.read-recommits": "false",  # Flink's behaviour; with it sqlext watches every one
+        },
+    )
+    start = initial_offset(settings)
+    narrow, whole = Recording(hms), Recording(hms)
+
+    narrowed = poll(spec, narrow, unread_names(start, settings, name_key_function(spec, settings)))
+    everything = poll(spec, whole)
+
+    # 2026-01-05 18:00 is hour 114 of 120: six partitions from it on, the same ones either way.
+    assert len(whole.fetched) == HOURS
+    assert sorted(narrow.fetched) == [f"dt={dt}/hr={hr}" for dt, hr in map(_hour, range(114, HOURS))]
+    assert _read_names(spec, settings, start, narrowed) == _read_names(spec, settings, start, everything)
+    assert len(_read_names(spec, settings, start, narrowed)) == 6
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"streaming-source.partition-order": "create-time", "streaming-source.read-recommits": "false"},
+        {"streaming-source.read-recommits": "true"},
+    ],
+    ids=["create-time", "read-recommits"],
+)
+def test_a_poll_whose_order_or_recommits_need_every_partition_fetches_them_all(
+    hms: MetastoreClient, hourly: TableDefinition, options: dict[str, str]
+) -> None:
+    spec, settings = _reading(hourly, **options)
+    recording = Recording(hms)
+
+    poll(spec, recording, unread_names(initial_offset(settings), settings, name_key_function(spec, settings)))
+
+    assert len(recording.fetched) == HOURS
+
+
+def test_a_lookup_reload_fetches_only_the_newest_partition(hms: MetastoreClient, hourly: TableDefinition) -> None:
+    spec, settings = _reading(hourly, **{"streaming-source.partition-order": "partition-time"})
+    recording = Recording(hms)
+
+    found = poll(spec, recording, newest_names(name_key_function(spec, settings)))
+
+    dt, hr = _hour(HOURS - 1)
+    assert recording.fetched == [f"dt={dt}/hr={hr}"]
+    assert [partition.name for partition in found] == [f"dt={dt}/hr={hr}"]
+
+
+def test_the_expiry_scan_fetches_only_the_partitions_old_enough_to_expire(
+    hms: MetastoreClient, hourly: TableDefinition
+) -> None:
+    expiring = TableDefinition(
+        hourly.identifier,
+        hourly.columns,
+        {**hourly.options, "partition.expiration-time": "1 h"},
+        hourly.partition_keys,
+    )
+    recording = Recording(hms)
+    now = START.replace(tzinfo=UTC) + timedelta(hours=2, minutes=30)  # hours 0 and 1 are over 1 h old
+
+    expired = PartitionExpirer(expiring, recording).expired(now_ms=int(now.timestamp() * 1000))  # type: ignore[arg-type]
+
+    assert [partition.path for partition in expired] == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01"]
+    assert sorted(recording.fetched) == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01"]
