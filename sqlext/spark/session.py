@@ -23,10 +23,12 @@ see sqlext tables: build the session with :func:`spark_session` (or set
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlext.catalog.hive_storage import JSON_SERDE, SERDES_USING_METASTORE_FOR_SCHEMA, metastore_schema_serdes
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
     from sqlext.table import TableDefinition
 
+log = logging.getLogger("sqlext.session")
 _ATTRIBUTE = "_sqlext_session"
 #: Temporary views sqlext registers for the tables an insert reads; not the user's, so SHOW TABLES omits them.
 INTERNAL_VIEW_PREFIX = "__sqlext_"
@@ -420,7 +423,22 @@ def extend(spark: SparkSession) -> SqlextSession:
     if isinstance(existing, SqlextSession):
         return existing
     session = SqlextSession(spark)
+    _json_columns_from_the_metastore(spark)
     setattr(spark, _ATTRIBUTE, session)
     spark.sql = session.sql  # type: ignore[method-assign,assignment]
     return session
 
+
+def _json_columns_from_the_metastore(spark: SparkSession) -> None:
+    """Make Spark's Hive client take a json table's columns from the metastore (see
+    :data:`~sqlext.catalog.hive_storage.SERDES_USING_METASTORE_FOR_SCHEMA`): without, each lookup of a sqlext json
+    table logs Hive's ``JsonSerDe not found`` ERROR with its stack trace, then reads the table all the same."""
+    key = SERDES_USING_METASTORE_FOR_SCHEMA
+    try:
+        # The Hive client's own HiveConf, which its table lookups read (Hive's SessionState conf).
+        hive_conf = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client().conf()
+        current = hive_conf.get(key)
+        if JSON_SERDE not in str(current or "").split(","):
+            hive_conf.set(key, metastore_schema_serdes(str(current) if current else None))
+    except Exception as exc:  # no Hive catalog (nothing to look tables up in), or no JVM at hand
+        log.debug("Spark's Hive client keeps its SerDe list: %s", exc)

@@ -1,9 +1,10 @@
 """Which statements are sqlext's: the rule that keeps an extended session transparent to Spark SQL.
 
 A statement is sqlext's only if it is unambiguously one of sqlext's own statements: a form only Flink SQL
-has (:func:`is_flink_form`; Flink's SQL client's unquoted ``SET key=value`` for :func:`is_flink_key`), or a statement Spark shares whose exact shape sqlext reads (``SHOW CREATE TABLE
-t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t ...``, ``CREATE TABLE b LIKE a``), which the session
-then answers only when ``t`` is a sqlext table. Everything else, including whatever sqlext's parser cannot
+has (:func:`is_flink_form`; Flink's SQL client's unquoted ``SET key=value`` for :func:`is_flink_key`), or a
+statement Spark shares whose exact shape sqlext reads (``SHOW CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE
+t``, ``INSERT INTO t ...``, ``CREATE TABLE b LIKE a``), which the session then answers only when ``t`` is a
+sqlext table. Everything else, including whatever sqlext's parser cannot
 read, goes to Spark untouched. A Flink-only form that does not parse is sqlext's error (Spark would only
 report a syntax error where sqlext can say what is allowed); any other statement that does not parse is
 Spark's to answer.
