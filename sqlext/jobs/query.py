@@ -25,6 +25,8 @@ from sqlext.table import TableDefinition, TableIdentifier
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+#: Spark's name of its session catalog, the one that holds the metastore's tables.
+SPARK_CATALOG = "spark_catalog"
 #: Temporary views of hinted tables: ``__sqlext_q<n>_<db>_<table>`` (SHOW TABLES omits ``__sqlext_`` views).
 _VIEW_PREFIX = "__sqlext_q"
 
@@ -66,6 +68,8 @@ def has_metadata_columns(table: TableDefinition) -> bool:
 def reads_metadata_columns(session: Any, query: exp.Expr) -> bool:
     """Whether ``query`` reads a sqlext table with metadata columns (then :func:`run_query` runs it)."""
     for named in tables_read(query):
+        if named.catalog not in (None, SPARK_CATALOG):
+            continue  # a table of another catalog (Iceberg, JDBC, ...): never sqlext's
         if session.is_sqlext_table(named) and has_metadata_columns(session.catalog.get_table(session.resolve(named))):
             return True
     return False

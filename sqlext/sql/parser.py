@@ -159,7 +159,7 @@ def query_tree(sql: str) -> exp.Query | None:
         return None
     try:
         tree = parse_tree(sql.strip().rstrip(";"))
-    except SqlextError:
+    except Exception:  # whatever sqlglot makes of a Spark query it cannot read: Spark answers it
         return None
     return tree if isinstance(tree, exp.Query) else None
 
