@@ -348,7 +348,7 @@ def validate(
     1. required options that are missing ("One or more required options are missing. ...");
     2. values that do not parse or break a constraint ("Invalid value for option 'k': 'v'. Expected ...");
     3. keys no declaration knows ("Unsupported options found for 'x'. ... Supported options: ..."), each
-       with the closest supported key when one is close.
+       with the closest supported key when one is close, named first (before the lists).
 
     Keys of prefix declarations (``csv.``, ``fields.``) are not parsed here: their connector checks them.
     """
@@ -376,11 +376,13 @@ def _unsupported_message(
 ) -> str:
     supported = sorted({*ignored, *(option.key + ("*" if option.prefix else "") for option in declared)})
     keys = [option.key for option in declared if not option.prefix]
-    hints = [f"{key}:{did_you_mean(key, keys)}" for key in unknown if did_you_mean(key, keys)]
-    message = (
-        f"Unsupported options found for '{identifier}'.\n\nUnsupported options:\n\n"
+    # The closest key first, before Flink's full lists: a typo's fix is what a reader needs.
+    hints = [f"'{key}':{hint}" for key in unknown if (hint := did_you_mean(key, keys))]
+    return (
+        f"Unsupported options found for '{identifier}'."
+        + ("".join(f"\n{hint}" for hint in hints))
+        + "\n\nUnsupported options:\n\n"
         + "\n".join(unknown)
         + "\n\nSupported options:\n\n"
         + "\n".join(supported)
     )
-    return message + ("\n\n" + "\n".join(hints) if hints else "")

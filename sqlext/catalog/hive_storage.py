@@ -14,6 +14,28 @@ TEXT_OUTPUT = "org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat"
 LAZY_SIMPLE_SERDE = "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"
 #: The JSON SerDe Hive 3/4 (hive-hcatalog-core) and Trino both know; not shipped in pyspark's Hive 2.3 jars.
 JSON_SERDE = "org.apache.hive.hcatalog.data.JsonSerDe"
+#: The SerDes whose tables' columns Hive's client takes from the metastore instead of asking the SerDe class.
+#: Spark's Hive 2.3 client loads the SerDe of every table it looks up unless it is listed here; for
+#: :data:`JSON_SERDE`, absent from pyspark's jars, that logged a 140-frame ``ClassNotFoundException`` ERROR
+#: per lookup (the table was then read through its provider parameters all the same).
+SERDES_USING_METASTORE_FOR_SCHEMA = "hive.serdes.using.metastore.for.schema"
+#: Hive 2.3's default of that list (``HiveConf.ConfVars.SERDESUSINGMETASTOREFORSCHEMA``).
+HIVE_METASTORE_SCHEMA_SERDES = (
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde,org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe,"
+    "org.apache.hadoop.hive.serde2.columnar.ColumnarSerDe,org.apache.hadoop.hive.serde2.dynamic_type.DynamicSerDe,"
+    "org.apache.hadoop.hive.serde2.MetadataTypedColumnsetSerDe,"
+    "org.apache.hadoop.hive.serde2.columnar.LazyBinaryColumnarSerDe,"
+    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe,org.apache.hadoop.hive.serde2.lazybinary.LazyBinarySerDe"
+)
+
+
+def metastore_schema_serdes(configured: str | None) -> str:
+    """The value of :data:`SERDES_USING_METASTORE_FOR_SCHEMA` for a session: the configured list (Hive's default
+    when none is) with :data:`JSON_SERDE` added."""
+    listed = [name.strip() for name in (configured or HIVE_METASTORE_SCHEMA_SERDES).split(",") if name.strip()]
+    return ",".join(listed if JSON_SERDE in listed else [*listed, JSON_SERDE])
+
+
 #: The ``timestamp.formats`` (Joda patterns) a json table's SerDe gets, by ``json.timestamp-format.standard``:
 #: the JSON SerDes of Hive 3/4 and Trino read only ``yyyy-MM-dd HH:mm:ss[.f...]`` (and Trino a ``T``) unaided,
 #: so a ``TIMESTAMP_LTZ``, written in UTC with a ``Z`` (Flink's form), needs them (Trino failed the whole

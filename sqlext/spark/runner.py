@@ -35,9 +35,13 @@ _UNREADABLE_FILE = re.compile(
 )
 
 
-def _first_line(statement: str) -> str:
-    line = next((ln.strip() for ln in statement.splitlines() if ln.strip() and not ln.strip().startswith("--")), "")
-    return line if len(line) <= 100 else line[:97] + "..."
+def brief(statement: str) -> str:
+    """A statement as an error names it: its lines joined into one, comment lines left out, cut with ``...`` at
+    100 characters (its first line alone, ``... WITH (``, read as an empty ``WITH ()`` once the message closed
+    its own parenthesis after it)."""
+    lines = (line.strip() for line in statement.splitlines())
+    text = " ".join(line for line in lines if line and not line.startswith("--"))
+    return text if len(text) <= 100 else text[:97] + "..."
 
 
 def _line_of(text: str, statement: str) -> int:
@@ -75,7 +79,7 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
     started: list[str] = []
     try:
         for number, statement in enumerate(split_statements(text), start=1):
-            where = f"{source}:{_line_of(text, statement)} (statement {number}: {_first_line(statement)})"
+            where = f"{source}:{_line_of(text, statement)} (statement {number}: {brief(statement)})"
             try:
                 result = session.run(statement)
             except SqlextError as exc:

@@ -3,7 +3,8 @@
 An extended session runs every Spark statement exactly as Spark does. The rule (:mod:`sqlext.sql.ownership`): a
 statement is sqlext's only if it is unambiguously one of its own statements about a sqlext table, or a form only
 Flink SQL has (``CREATE TABLE ... WITH (...)``, ``SET 'k' = 'v'``, ``ALTER TABLE t SET (...)``, ``SHOW JOBS``, a
-query with an ``OPTIONS`` hint after a sqlext table, ...). Everything else, including whatever sqlext's parser
+query with an ``OPTIONS`` hint after a sqlext table, ...), or a query that reads a sqlext table with ``METADATA``
+columns (Spark's view of such a table has none). Everything else, including whatever sqlext's parser
 cannot parse, goes to Spark untouched, and Spark's own result or error is what the user sees. Where a statement
 Spark shares names a table (``SHOW CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t``,
 ``CREATE TABLE b LIKE t``), sqlext answers when ``t`` is a sqlext table and Spark otherwise. Where Flink and
@@ -22,10 +23,12 @@ see sqlext tables: build the session with :func:`spark_session` (or set
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlext.catalog.hive_storage import JSON_SERDE, SERDES_USING_METASTORE_FOR_SCHEMA, metastore_schema_serdes
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfig
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 
     from sqlext.table import TableDefinition
 
+log = logging.getLogger("sqlext.session")
 _ATTRIBUTE = "_sqlext_session"
 #: Temporary views sqlext registers for the tables an insert reads; not the user's, so SHOW TABLES omits them.
 INTERNAL_VIEW_PREFIX = "__sqlext_"
@@ -160,6 +164,10 @@ class SqlextSession:
             if isinstance(statement, st.Passthrough):
                 if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
                     raise statement.error  # Spark writing into a sqlext table would bypass its sink
+                if not args and not kwargs and (query := self._query_of_metadata_columns(text)) is not None:
+                    from sqlext.jobs.query import run_query
+
+                    return run_query(self, query)
                 return self._spark_sql(text, *args, **kwargs)
             self._check_metastore_unchanged()
             return self._execute(statement)
@@ -167,6 +175,14 @@ class SqlextSession:
             if exc.statement is None:
                 exc.statement = statement.sql
             raise
+
+    def _query_of_metadata_columns(self, text: str) -> Any:
+        """A query that reads a sqlext table with ``METADATA`` columns, which sqlext runs (Spark's view of the
+        table lacks them, and Flink's ``SELECT *`` has them); None for any other statement, which is Spark's."""
+        from sqlext.jobs.query import reads_metadata_columns
+
+        tree = p.query_tree(text)
+        return tree if tree is not None and reads_metadata_columns(self, tree) else None
 
     def _wait_for_metastore(self) -> None:
         """Before the session's first statement, sqlext's or Spark's, wait for the metastore as sqlext's client
@@ -329,10 +345,10 @@ class SqlextSession:
         """Spark's RESET [key] and sqlext's: the key (or every setting) wherever it lives."""
 
         self.reset_options(statement.key)
-        if not statement.quoted:
+        if not statement.flink_form:
             return self._spark_sql(statement.sql)
-        # Flink's RESET 'key': Spark's RESET of the same key, back-quoted (a '-' needs it), when Spark can
-        # read it as one.
+        # Flink's RESET 'key' (or RESET key): Spark's RESET of the same key, back-quoted (a '-' needs it), when
+        # Spark can read it as one.
         key = statement.key or ""
         if key and "`" not in key:
             return self._spark_sql(f"RESET `{key}`")
@@ -407,6 +423,22 @@ def extend(spark: SparkSession) -> SqlextSession:
     if isinstance(existing, SqlextSession):
         return existing
     session = SqlextSession(spark)
+    _json_columns_from_the_metastore(spark)
     setattr(spark, _ATTRIBUTE, session)
     spark.sql = session.sql  # type: ignore[method-assign,assignment]
     return session
+
+
+def _json_columns_from_the_metastore(spark: SparkSession) -> None:
+    """Make Spark's Hive client take a json table's columns from the metastore (see
+    :data:`~sqlext.catalog.hive_storage.SERDES_USING_METASTORE_FOR_SCHEMA`): without, each lookup of a sqlext json
+    table logs Hive's ``JsonSerDe not found`` ERROR with its stack trace, then reads the table all the same."""
+    key = SERDES_USING_METASTORE_FOR_SCHEMA
+    try:
+        # The Hive client's own HiveConf, which its table lookups read (Hive's SessionState conf).
+        hive_conf = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client().conf()
+        current = hive_conf.get(key)
+        if JSON_SERDE not in str(current or "").split(","):
+            hive_conf.set(key, metastore_schema_serdes(str(current) if current else None))
+    except Exception as exc:  # no Hive catalog (nothing to look tables up in), or no JVM at hand
+        log.debug("Spark's Hive client keeps its SerDe list: %s", exc)

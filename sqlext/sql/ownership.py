@@ -1,9 +1,10 @@
 """Which statements are sqlext's: the rule that keeps an extended session transparent to Spark SQL.
 
 A statement is sqlext's only if it is unambiguously one of sqlext's own statements: a form only Flink SQL
-has (:func:`is_flink_form`), or a statement Spark shares whose exact shape sqlext reads (``SHOW CREATE TABLE
-t``, ``DESCRIBE t``, ``DROP TABLE t``, ``INSERT INTO t ...``, ``CREATE TABLE b LIKE a``), which the session
-then answers only when ``t`` is a sqlext table. Everything else, including whatever sqlext's parser cannot
+has (:func:`is_flink_form`; Flink's SQL client's unquoted ``SET key=value`` for :func:`is_flink_key`), or a
+statement Spark shares whose exact shape sqlext reads (``SHOW CREATE TABLE t``, ``DESCRIBE t``, ``DROP TABLE
+t``, ``INSERT INTO t ...``, ``CREATE TABLE b LIKE a``), which the session then answers only when ``t`` is a
+sqlext table. Everything else, including whatever sqlext's parser cannot
 read, goes to Spark untouched. A Flink-only form that does not parse is sqlext's error (Spark would only
 report a syntax error where sqlext can say what is allowed); any other statement that does not parse is
 Spark's to answer.
@@ -14,6 +15,7 @@ The readers here work on tokens and are strict on purpose: a name followed by an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from sqlglot.tokens import Token, TokenType
@@ -24,6 +26,51 @@ from sqlext.table import TableIdentifier
 HIVE_STREAMING_PREFIXES = ("sink.partition-commit.", "partition.time-extractor.", "sink.rolling-policy.")
 LIKE_STRATEGIES = ("INCLUDING", "EXCLUDING", "OVERWRITING")
 _STRINGS = (TokenType.STRING, TokenType.UNICODE_STRING)
+
+#: The session options sqlext reads (``SET``), in Flink's names: an unquoted ``SET key=value`` of one of them is
+#: sqlext's although Spark's ``SET`` would take it too (tests check this list against the modules that read them).
+SESSION_KEYS = frozenset(
+    {
+        "execution.runtime-mode",
+        "execution.checkpointing.interval",
+        "pipeline.name",
+        "sqlext.insert.start",
+        "table.exec.hive.sink.statistic-auto-gather.enable",
+        "table.local-time-zone",
+        "table.sql-dialect",
+    }
+)
+#: Flink's SQL client's ``SET key=value`` and ``RESET key`` (``SetOperationParseStrategy``,
+#: ``ResetOperationParseStrategy`` of Flink's planner): a key without quotes or spaces, and a value either
+#: quoted (``'...'``, no quote inside) or a run of characters other than spaces and ``;``.
+FLINK_SET = re.compile(r"SET\s+(?P<key>[^'\s]+)\s*=\s*(?:'(?P<quoted>[^']*)'|(?P<value>[^;\s]+))", re.I | re.S)
+FLINK_RESET = re.compile(r"RESET\s+(?P<key>[^'\s]+)", re.I | re.S)
+#: The keys Spark's ``SET key=value`` and ``RESET key`` take without back-quotes (``SparkSqlParser``'s
+#: ``configKeyDef``); any other key, one with a ``-`` say, is Spark's ``INVALID_SET_SYNTAX``.
+_SPARK_KEY = re.compile(r"[a-zA-Z_\d\\.:]+")
+#: What a Flink option key looks like (``table.sql-dialect``); Spark's ``SET -v`` is none.
+_OPTION_KEY = re.compile(r"[A-Za-z][\w.\-]*")
+
+
+def spark_takes_key(key: str) -> bool:
+    """Whether Spark's ``SET key=value`` / ``RESET key`` reads ``key`` as it is written (no back-quotes)."""
+    return _SPARK_KEY.fullmatch(key) is not None
+
+
+def is_flink_key(key: str) -> bool:
+    """Whether an unquoted ``SET key=value`` or ``RESET key`` is sqlext's (Flink's SQL client form): the key is
+    one of sqlext's :data:`SESSION_KEYS`, or one Spark refuses unquoted; never a ``spark.`` key or one not
+    shaped like an option key (back-quoted, ``-v``), which stay Spark's whatever Spark makes of them."""
+    if key.lower().startswith("spark.") or _OPTION_KEY.fullmatch(key) is None:
+        return False
+    return key in SESSION_KEYS or not spark_takes_key(key)
+
+
+def unquoted_setting_key(sql: str) -> str | None:
+    """The key of an unquoted ``SET key ...`` / ``RESET key`` (its first word, up to a space or ``=``), if sqlext
+    owns it (:func:`is_flink_key`); None for any other statement."""
+    match = re.match(r"(?:SET|RESET)\s+([^'\s=]+)", sql, re.I)
+    return match.group(1) if match and is_flink_key(match.group(1)) else None
 
 
 def _top_level(tokens: Sequence[Token]) -> list[tuple[int, Token]]:

@@ -19,7 +19,15 @@ from sqlext.sql.alter_table import parse_alter_schema
 from sqlext.sql.create_table import create_database, create_table, create_table_like, top_level_like
 from sqlext.sql.dialect import string_literal_value
 from sqlext.sql.hints import options_hint
-from sqlext.sql.ownership import is_flink_form, read_name, whole_name
+from sqlext.sql.ownership import (
+    FLINK_RESET,
+    FLINK_SET,
+    is_flink_form,
+    read_name,
+    spark_takes_key,
+    unquoted_setting_key,
+    whole_name,
+)
 from sqlext.sql.statements import (
     AlterTableOptions,
     Describe,
@@ -88,7 +96,11 @@ def _parse_statement(sql: str) -> Statement:
         return _parse_own(sql, tokens, words)
     except SqlextError as exc:
         inserts = words[0] == "INSERT" or (words[0] == "WITH" and any(t.token_type == TokenType.INSERT for t in tokens))
-        if is_flink_form(tokens) or (not inserts and words[0] in _QUERY_STARTS and _OPTIONS_HINT.search(sql)):
+        if (
+            is_flink_form(tokens)
+            or unquoted_setting_key(sql[tokens[0].start :])
+            or (not inserts and words[0] in _QUERY_STARTS and _OPTIONS_HINT.search(sql))
+        ):
             raise  # Flink's form (Spark rejects a hint after a table too): sqlext's error says more
         if inserts:
             return Passthrough(sql, guard=_insert_target(tokens), error=exc)
@@ -131,6 +143,25 @@ def _query(sql: str, tree: exp.Expr) -> Statement:
         if node.name and (node.db or node.name.lower() not in ctes) and (hint := options_hint(node))
     )
     return Query(sql, tree, hints) if hints else Passthrough(sql)
+
+
+def query_tree(sql: str) -> exp.Query | None:
+    """The tree of a query that reads a table (``SELECT ... FROM``, ``WITH ...``), for the session to tell whether it
+    reads a sqlext table Spark's view of which lacks columns; None for anything else, or a query sqlext's dialect
+    cannot read (Spark's then)."""
+    try:
+        tokens = flink_tokens(sql)
+    except ParseError:
+        return None
+    if not tokens or tokens[0].text.upper() not in _QUERY_STARTS:
+        return None
+    if not any(token.token_type in (TokenType.FROM, TokenType.JOIN) for token in tokens):
+        return None
+    try:
+        tree = parse_tree(sql.strip().rstrip(";"))
+    except Exception:  # whatever sqlglot makes of a Spark query it cannot read: Spark answers it
+        return None
+    return tree if isinstance(tree, exp.Query) else None
 
 
 def _create(sql: str, tokens: list[Token]) -> Statement:
@@ -227,7 +258,8 @@ def _parse_by_tokens(sql: str, tokens: list[Token], words: list[str]) -> Stateme
 
 
 def _set(sql: str, tokens: list[Token]) -> Statement:
-    """``SET`` (list), Flink's ``SET 'k' = 'v'``, Spark's ``SET k`` (show); any other SET is Spark's."""
+    """``SET`` (list), Flink's ``SET 'k' = 'v'``, Flink's SQL client's ``SET k=v`` of a key that is sqlext's
+    (:func:`~sqlext.sql.ownership.is_flink_key`), Spark's ``SET k`` (show); any other SET is Spark's."""
     if len(tokens) == 1:
         return SetOption(sql)
     if tokens[1].token_type in (TokenType.STRING, TokenType.UNICODE_STRING):
@@ -237,18 +269,35 @@ def _set(sql: str, tokens: list[Token]) -> Statement:
     key = sql[tokens[0].end + 1 :].strip()
     if key and "=" not in key and not key.startswith("-") and not any(c.isspace() for c in key):
         return SetOption(sql, key.strip("`"))
-    return Passthrough(sql)  # Spark's SET k=v, SET -v, SET VAR, SET TIME ZONE ...
+    own = sql[tokens[0].start :]  # without the comments before it
+    flink_key = unquoted_setting_key(own)
+    if flink_key is None:
+        return Passthrough(sql)  # Spark's SET k=v, SET -v, SET VAR, SET TIME ZONE ...
+    flink = FLINK_SET.fullmatch(own)
+    if flink is None or flink.group("key") != flink_key:
+        raise ParseError(
+            f"Expected SET key=value (a value with spaces quoted: key='a b') or SET 'key' = 'value', got: {sql}",
+            statement=sql,
+            option=flink_key,
+        )
+    value = flink.group("quoted") if flink.group("quoted") is not None else flink.group("value")
+    return SetOption(sql, flink_key, value)
 
 
 def _reset(sql: str, tokens: list[Token]) -> ResetOption:
-    """``RESET``, Flink's ``RESET 'k'``, Spark's ``RESET k`` (the rest of the text is the key)."""
+    """``RESET``, Flink's ``RESET 'k'``, ``RESET k`` (Spark's, or Flink's SQL client's when Spark would refuse
+    the key: the rest of the text is the key)."""
     if len(tokens) == 1:
         return ResetOption(sql)
     if tokens[1].token_type in (TokenType.STRING, TokenType.UNICODE_STRING):
         if len(tokens) != 2:
             raise ParseError(f"Expected RESET or RESET 'key', got: {sql}", statement=sql)
-        return ResetOption(sql, string_value(tokens[1], sql), quoted=True)
-    return ResetOption(sql, sql[tokens[0].end + 1 :].strip().strip("`"))
+        return ResetOption(sql, string_value(tokens[1], sql), flink_form=True)
+    key = sql[tokens[0].end + 1 :].strip()
+    own = sql[tokens[0].start :]
+    if FLINK_RESET.fullmatch(own) and unquoted_setting_key(own) is not None and not spark_takes_key(key):
+        return ResetOption(sql, key, flink_form=True)
+    return ResetOption(sql, key.strip("`"))
 
 
 def _show_tables(sql: str, tokens: list[Token]) -> Statement:

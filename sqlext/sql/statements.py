@@ -116,8 +116,9 @@ class ShowTables(Statement):
 
 @dataclass(frozen=True)
 class SetOption(Statement):
-    """``SET 'k' = 'v'``; both None: ``SET`` alone (list Spark's settings and sqlext's options); value None:
-    Spark's ``SET k`` (show one, wherever it lives)."""
+    """``SET 'k' = 'v'`` (or Flink's SQL client's ``SET k=v`` of a key that is sqlext's); both None: ``SET``
+    alone (list Spark's settings and sqlext's options); value None: Spark's ``SET k`` (show one, wherever it
+    lives)."""
 
     key: str | None = None
     value: str | None = None
@@ -125,11 +126,11 @@ class SetOption(Statement):
 
 @dataclass(frozen=True)
 class ResetOption(Statement):
-    """``RESET 'k'`` (``quoted``) or Spark's ``RESET k``; key None: ``RESET`` (all). Resets Spark's settings
-    and sqlext's options alike."""
+    """``RESET 'k'`` or Flink's SQL client's ``RESET k`` of a key Spark would refuse (``flink_form``), or Spark's
+    ``RESET k``; key None: ``RESET`` (all). Resets Spark's settings and sqlext's options alike."""
 
     key: str | None = None
-    quoted: bool = False
+    flink_form: bool = False
 
 
 @dataclass(frozen=True)

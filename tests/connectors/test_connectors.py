@@ -245,7 +245,7 @@ def test_filesystem_bounded_read_with_partitions_metadata_and_csv_options(spark:
     ]
     first = next(r for r in rows if r.id == 1)
     assert first.fname == "part-0.csv"
-    assert first.fpath.endswith("/data/p=x/part-0.csv") and first.fpath.startswith("file:")
+    assert first.fpath == str(data / "p=x" / "part-0.csv")  # Flink's Path.getPath(): no scheme
     assert first.fsize == (data / "p=x" / "part-0.csv").stat().st_size
     assert abs(first.mtime.timestamp() - (data / "p=x" / "part-0.csv").stat().st_mtime) < 2
 

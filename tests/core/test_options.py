@@ -129,11 +129,11 @@ def test_unsupported_options_list_every_supported_one_and_the_closest_match() ->
     with pytest.raises(OptionError) as failure:
         _validate(**{"sink.dealy": "1 h", "color": "red"})
     assert failure.value.message == (
-        "Unsupported options found for 'demo'.\n\n"
+        "Unsupported options found for 'demo'.\n"
+        "'sink.dealy': Did you mean 'sink.delay'?\n\n"  # first: the fix, before the lists
         "Unsupported options:\n\ncolor\nsink.dealy\n\n"
         "Supported options:\n\n"
-        "connector\ncsv.*\nformat\npath\npolicy.kind\nsink.delay\nsink.file-size\nsink.parallelism\nsink.shuffle\n\n"
-        "sink.dealy: Did you mean 'sink.delay'?"
+        "connector\ncsv.*\nformat\npath\npolicy.kind\nsink.delay\nsink.file-size\nsink.parallelism\nsink.shuffle"
     )
     assert (failure.value.option, failure.value.value) == ("color", "red")
 

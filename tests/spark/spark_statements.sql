@@ -295,6 +295,16 @@ SET spark.sql.warehouse.dir=/elsewhere
 
 RESET spark.sql.warehouse.dir
 
+SET parallelism.default=2
+
+SET parallelism.default
+
+SET spark.sql.no-such-key=1
+
+RESET spark.sql.no-such-key
+
+SET `spark.sql.some-key`=`x`
+
 -- == variables ========================================================================================
 
 DECLARE VARIABLE tp_var INT DEFAULT 5

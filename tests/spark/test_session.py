@@ -292,3 +292,33 @@ def test_an_insert_into_a_table_with_a_bad_policy_class_fails_at_start_and_write
     finally:
         sql("DROP TABLE IF EXISTS sess_db.badpol_dst")
         sql("DROP TABLE IF EXISTS sess_db.badpol_src")
+
+
+def test_metadata_columns_read_in_any_query_of_a_sqlext_table(sql, tmp_path: Path) -> None:
+    """``file.path`` of Flink's "Available Metadata" example, read by a plain SELECT, ``SELECT *``, a join and a
+    subquery (Spark's view of the table has no such column: sqlext runs those queries)."""
+    data = tmp_path / "with_path"
+    data.mkdir()
+    (data / "part-0.json").write_text(
+        '{"column_name1": 1, "column_name2": "a"}\n{"column_name1": 2, "column_name2": "b"}\n'
+    )
+    (data / "part-1.json").write_text('{"column_name1": 3, "column_name2": "c"}\n')
+    sql(f"""CREATE TABLE sess_db.with_path (column_name1 INT, column_name2 STRING, `file.path` STRING NOT NULL METADATA)
+        WITH ('connector' = 'filesystem', 'path' = '{data.as_uri()}', 'format' = 'json')""")
+    by_id = {1: data / "part-0.json", 2: data / "part-0.json", 3: data / "part-1.json"}
+    expected = sorted((i, str(path)) for i, path in by_id.items())  # Flink's value: the path, no scheme
+
+    rows = sql("SELECT column_name1, `file.path` FROM sess_db.with_path").collect()
+    assert sorted((r[0], r[1]) for r in rows) == expected
+    star = sql("SELECT * FROM sess_db.with_path")
+    assert star.columns == ["column_name1", "column_name2", "file.path"]
+    assert sorted((r[0], r[2]) for r in star.collect()) == expected
+    joined = sql(
+        "SELECT w.column_name2, w.`file.path` FROM sess_db.with_path w JOIN (SELECT 3 AS id) q ON w.column_name1 = q.id"
+    ).collect()
+    assert [tuple(r) for r in joined] == [("c", str(data / "part-1.json"))]
+    counted = sql(
+        "SELECT p, count(*) AS n FROM (SELECT `file.path` AS p FROM sess_db.with_path) GROUP BY p ORDER BY p"
+    ).collect()
+    assert [(r.p, r.n) for r in counted] == [(str(data / "part-0.json"), 2), (str(data / "part-1.json"), 1)]
+    assert sql("SELECT count(*) AS n FROM sess_db.with_path").first().n == 3

@@ -231,6 +231,30 @@ def test_set_lists_and_reset_resets_sparks_settings_and_sqlexts_options(ext: Any
     assert ext.conf.get("spark.sql.shuffle.partitions") != "7"
 
 
+def test_flinks_sql_client_set_and_reset_unquoted_are_sqlexts_for_its_keys(ext: Any) -> None:
+    """``SET table.sql-dialect=hive`` (Flink's Hive docs) and ``RESET key`` as Flink's SQL client takes them, where
+    Spark would refuse the key or the key is one sqlext reads; Spark keeps every other ``SET k=v``."""
+    assert _rows(ext, "SET table.sql-dialect=hive") == [("table.sql-dialect", "hive")]
+    assert _rows(ext, "SET execution.runtime-mode = batch") == [("execution.runtime-mode", "batch")]
+    assert _rows(ext, "SET pipeline.name='a b'") == [("pipeline.name", "a b")]
+    assert extend(ext).options == {
+        "table.sql-dialect": "hive",
+        "execution.runtime-mode": "batch",
+        "pipeline.name": "a b",
+    }
+    assert ext.conf.get("pipeline.name", None) is None  # sqlext's option, not a Spark setting
+    assert _rows(ext, "SET table.sql-dialect") == [("table.sql-dialect", "hive")]
+    ext.sql("RESET table.sql-dialect")
+    ext.sql("RESET execution.runtime-mode")
+    assert extend(ext).options == {"pipeline.name": "a b"}
+    ext.sql("SET spark.sql.shuffle.partitions=5")  # Spark's keys stay Spark's
+    assert (
+        ext.conf.get("spark.sql.shuffle.partitions") == "5"
+        and "spark.sql.shuffle.partitions" not in extend(ext).options
+    )
+    ext.sql("RESET")
+
+
 def test_dynamic_partitions_into_a_sqlext_table_are_refused_and_spark_tables_take_them(
     ext: Any, hms: MetastoreClient, tmp_path: Path
 ) -> None:

@@ -177,8 +177,17 @@ STATEMENTS = [
     ("SET spark.sql.shuffle.partitions", SetOption("", "spark.sql.shuffle.partitions")),
     ("SET 'execution.runtime-mode' = 'batch'", SetOption("", "execution.runtime-mode", "batch")),
     ("RESET", ResetOption("")),
-    ("RESET 'pipeline.name'", ResetOption("", "pipeline.name", quoted=True)),
+    ("RESET 'pipeline.name'", ResetOption("", "pipeline.name", flink_form=True)),
     ("RESET spark.sql.shuffle.partitions", ResetOption("", "spark.sql.shuffle.partitions")),
+    # Flink's SQL client forms, unquoted, as Flink's Hive docs write them
+    ("SET table.sql-dialect=hive", SetOption("", "table.sql-dialect", "hive")),
+    ("set table.sql-dialect = default", SetOption("", "table.sql-dialect", "default")),
+    ("SET execution.runtime-mode=batch", SetOption("", "execution.runtime-mode", "batch")),
+    ("SET pipeline.name='my job'", SetOption("", "pipeline.name", "my job")),
+    ("SET table.local-time-zone=Asia/Shanghai", SetOption("", "table.local-time-zone", "Asia/Shanghai")),
+    ("SET table.exec.sink.not-null-enforcer=DROP", SetOption("", "table.exec.sink.not-null-enforcer", "DROP")),
+    ("RESET table.sql-dialect", ResetOption("", "table.sql-dialect", flink_form=True)),
+    ("RESET pipeline.name", ResetOption("", "pipeline.name")),  # Spark takes this key too: reset in both
     (
         "CREATE TABLE IF NOT EXISTS d.b LIKE d.a",
         CreateTableLike("", TableIdentifier("d", "b"), TableIdentifier("d", "a"), plain=True, if_not_exists=True),
@@ -196,6 +205,9 @@ def test_sqlext_statements(sql: str, expected: object) -> None:
 PASSTHROUGH = [
     "SELECT 1",
     "SET spark.sql.shuffle.partitions=4",
+    "SET spark.sql.no-such-key=4",  # a spark. key stays Spark's, its error too
+    "SET `table.sql-dialect`=hive",  # back-quoted: Spark's form
+    "SET parallelism.default=1",  # neither sqlext's key nor one Spark refuses: Spark's
     "SET -v",
     "SET VAR v = 1",
     "SET TIME ZONE 'UTC'",
@@ -316,6 +328,8 @@ MALFORMED = [
     ("CREATE TABLE t (\n  a INT,\n  b STRING STRING\n) WITH ('connector' = 'datagen')", 3, "near 'STRING'"),
     ("CREATE TABLE t (a INT) WITH ('connector' = 'datagen') LIKE base (INCLUDING NOTHING)", None, "INCLUDING NOTHING"),
     ("SET 'a' = 'b' 'c'", None, "Expected SET 'key' = 'value'"),
+    ("SET pipeline.name=a b", None, "Expected SET key=value (a value with spaces quoted"),
+    ("SET table.sql-dialect hive", None, "Expected SET key=value"),
     ("ALTER TABLE t RESET 'k'", None, "Expected ALTER TABLE name RESET ('key', ...)"),
 ]
 
@@ -378,3 +392,23 @@ def test_spark_forms_sqlext_shares_leave_the_decision_to_the_session() -> None:
     malformed = parse_statement("INSERT INTO t PARTITION (dt = ) SELECT 1")
     assert isinstance(malformed, Passthrough) and malformed.guard == TableIdentifier("", "t")
     assert malformed.error is not None and "Expected: [WITH ...] INSERT INTO|OVERWRITE" in malformed.error.message
+
+
+def test_the_session_keys_sqlext_owns_are_the_ones_its_jobs_read() -> None:
+    """An unquoted ``SET key=value`` of an option sqlext reads is sqlext's: the list must not drift from the
+    modules that read the options."""
+    from sqlext.jobs.checkpoint import START_OPTION
+    from sqlext.jobs.insert import CHECKPOINT_INTERVAL, GATHER_STATISTICS, PIPELINE_NAME, RUNTIME_MODE
+    from sqlext.jobs.time_zone import LOCAL_TIME_ZONE
+    from sqlext.sql.ownership import SESSION_KEYS
+
+    read = {START_OPTION, CHECKPOINT_INTERVAL, GATHER_STATISTICS.key, PIPELINE_NAME, RUNTIME_MODE, LOCAL_TIME_ZONE}
+    assert read | {"table.sql-dialect"} == SESSION_KEYS
+
+
+def test_flinks_unquoted_set_after_a_comment_is_read_as_one() -> None:
+    script = "-- the docs' first line\nSET table.sql-dialect=hive;\n-- and back\nRESET table.sql-dialect;"
+    assert [(type(s).__name__, s.key) for s in parse_statements(script)] == [  # type: ignore[attr-defined]
+        ("SetOption", "table.sql-dialect"),
+        ("ResetOption", "table.sql-dialect"),
+    ]

@@ -13,7 +13,8 @@ As a source:
 - ``source.path.regex-pattern`` must match the whole path of a file (its URI path, decoded, as Flink
   matches ``Path.getPath()``: ``/data/t/dt=1/part-0.csv``);
 - metadata columns ``file.path``, ``file.name``, ``file.size``, ``file.modification-time`` come from
-  Spark's hidden ``_metadata`` column;
+  Spark's hidden ``_metadata`` column; ``file.path`` is the decoded path part of the file's URI, as Flink's
+  ``Path.getPath()`` (``/data/t/dt=1/part-0.csv``, no ``file:`` or ``s3a://bucket``);
 - csv is read as text and parsed in the form sqlext writes (Hive's ``LazySimpleSerDe`` form, see
   :class:`sqlext.catalog.formats.CsvTextForm`), which also takes what Flink's csv writes (quoted fields, line
   breaks inside quotes, joined from lines in bounded memory: see
@@ -315,7 +316,12 @@ def _output_column(column: Column, table: TableDefinition, default_name: str) ->
     from pyspark.sql import functions as F
 
     if column.metadata_key:
-        value = F.col(f"_metadata.{METADATA_FIELDS[column.metadata_key]}")
+        # file.path is Flink's Path.getPath(): the decoded path, without scheme and authority
+        value = (
+            _file_path_of_uri()
+            if column.metadata_key == "file.path"
+            else F.col(f"_metadata.{METADATA_FIELDS[column.metadata_key]}")
+        )
         return value.cast(_spark_type(column.type)).alias(column.name)
     value = F.col(f"`{column.name}`")
     if not _is_partition_key(column, table):
