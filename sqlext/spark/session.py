@@ -52,6 +52,14 @@ def resolve_metastore_uri(config: SqlextConfig) -> str:
     return config.metastore_uris or launcher.start(launcher.MetastoreSettings.from_config(config)).uri
 
 
+def catalog_retry(config: SqlextConfig) -> RetryPolicy:
+    """How a session's catalog retries: up to the configured deadline; without one, a metastore that refuses
+    the first connection (nothing listens at the URI) is an error at once rather than after a minute."""
+    return RetryPolicy(
+        deadline_s=config.retry_deadline_s, refused_first_connect_fails=not config.retry_deadline_configured
+    )
+
+
 def spark_session(
     app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None
 ) -> SparkSession:
@@ -100,9 +108,7 @@ class SqlextSession:
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 
-        self.catalog = Catalog(
-            MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
-        )
+        self.catalog = Catalog(MetastoreClient(self.metastore_uri, catalog_retry(self.config)))
         self.options: dict[str, str] = self._configured_options()
         from sqlext.metrics import serve_configured
 
