@@ -278,10 +278,19 @@ class BatchCommitter:
                 # staging (or manifest) dir leaves the dir behind.
                 self._mover.clean(entry)
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
-            self.progress.add(entry, len(committed))
-            if listeners.listening():
+            counted = self.progress.add(entry, len(committed))
+            if counted and listeners.listening():
                 listeners.report_batch(_batch_event(self.insert, entry, written - started, time.monotonic() - written))
             self.log.expire(self.query_name, self.settings.retained_batches)
+            if not counted:
+                log.info(
+                    "%s: batch %d, finished earlier in this run, replayed by Spark: nothing written again; "
+                    "partitions committed: %s",
+                    self.query_name,
+                    batch,
+                    ", ".join(committed) or "none",
+                )
+                return
             log.info(
                 "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
                 "totals: %d batches, %d rows%s, %d files, %d partition commits",
@@ -481,10 +490,15 @@ class InsertProgress:
     partitions_committed: int = 0
     last_batch: int | None = None
 
-    def add(self, entry: LogEntry, committed: int) -> None:
+    def add(self, entry: LogEntry, committed: int) -> bool:
+        """Count a finished batch; False when it was counted already: Spark replays a batch that a restart's
+        recovery finished (it had not recorded it), whose rows are in the table once and count once."""
+        self.partitions_committed += committed
+        if self.last_batch is not None and entry.batch <= self.last_batch:
+            return False
         self.batches += 1
         self.rows += entry.rows
         self.rows_known = self.rows_known and entry.rows_known
         self.files += len(entry.files)
-        self.partitions_committed += committed
         self.last_batch = entry.batch
+        return True
