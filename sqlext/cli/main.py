@@ -197,6 +197,9 @@ def _run(args: argparse.Namespace) -> int:
     from sqlext.spark.runner import run_file
 
     conf = command_conf(args)
+    if args.packages:  # as spark-submit's --packages: added to spark.jars.packages
+        given = [conf["spark.jars.packages"]] if conf.get("spark.jars.packages") else []
+        conf["spark.jars.packages"] = ",".join([*given, *args.packages])
     if args.fresh:
         conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
     return run_file(args.file, conf)
@@ -332,6 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a SQL file (Flink DDL, SET, INSERT) and wait for its inserts")
     run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")
     _add_conf_flags(run)
+    run.add_argument(
+        "--packages",
+        action="append",
+        metavar="COORDINATES",
+        help="Maven coordinates (group:artifact:version, comma-separated, repeatable) Spark's Ivy fetches for the "
+        "driver and executors, as spark-submit's --packages (added to spark.jars.packages)",
+    )
     run.add_argument(
         "--fresh",
         action="store_true",

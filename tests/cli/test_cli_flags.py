@@ -73,3 +73,24 @@ def test_metastore_flags_override_the_conf_and_status_reads_the_conf_too(tmp_pat
 
     assert (status.port, status.home) == (9199, tmp_path)
     assert (start.port, start.home) == (9200, tmp_path)
+
+
+def test_run_takes_packages_as_spark_submit_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ran: list[dict[str, str]] = []
+    monkeypatch.setattr("sqlext.spark.runner.run_file", lambda _file, conf: ran.append(dict(conf)) or 0)
+
+    code = main(
+        [
+            "run",
+            str(tmp_path / "job.sql"),
+            "--packages",
+            "org.apache.hadoop:hadoop-aws:3.5.0,a:b:1",
+            "--conf",
+            "spark.jars.packages=c:d:2",
+            "--packages",
+            "e:f:3",
+        ]
+    )
+
+    assert code == 0
+    assert ran[0]["spark.jars.packages"] == "c:d:2,org.apache.hadoop:hadoop-aws:3.5.0,a:b:1,e:f:3"
