@@ -27,6 +27,7 @@ def spark_session(
     app_name: str = "sqlext",
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    *,
     keep_metastore: bool = False,
 ) -> Any:
     """A Spark session with Hive support on sqlext's metastore, already extended. An embedded metastore it
@@ -34,7 +35,7 @@ def spark_session(
     ``keep_metastore``."""
     from sqlext.spark.session import spark_session as _spark_session
 
-    return _spark_session(app_name, master, conf, keep_metastore)
+    return _spark_session(app_name, master, conf, keep_metastore=keep_metastore)
 
 
 def register(spark: Any) -> None:

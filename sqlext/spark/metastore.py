@@ -30,7 +30,7 @@ class SessionMetastore:
     started: launcher.MetastoreSettings | None = None
 
 
-def session_metastore(config: SqlextConfig, keep_metastore: bool = False) -> SessionMetastore:
+def session_metastore(config: SqlextConfig, *, keep_metastore: bool = False) -> SessionMetastore:
     """The configured metastore, or the embedded one, started now if none answers (see the module's doc)."""
     if config.metastore_uris:
         return SessionMetastore(config.metastore_uris, config.get(WAREHOUSE))

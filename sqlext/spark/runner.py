@@ -136,7 +136,7 @@ def stop_after_failed_statement(spark: Any, job_ids: list[str]) -> int:
     return 1
 
 
-def wait_for_inserts(spark: Any, job_ids: list[str], stop_now: bool = False) -> int:
+def wait_for_inserts(spark: Any, job_ids: list[str], *, stop_now: bool = False) -> int:
     """Wait until every started insert ended; SIGTERM/SIGINT (or ``stop_now``) stop them cleanly. Exit code
     0 or 1."""
     from sqlext.connectors.filesystem.sink import query_ended, running_insert

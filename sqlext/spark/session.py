@@ -65,6 +65,7 @@ def spark_session(
     app_name: str = "sqlext",
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    *,
     keep_metastore: bool = False,
 ) -> SparkSession:
     """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements.
@@ -93,7 +94,7 @@ def spark_session(
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
-    metastore = session_metastore(config, keep_metastore)
+    metastore = session_metastore(config, keep_metastore=keep_metastore)
     uri = metastore.uri
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(master)
