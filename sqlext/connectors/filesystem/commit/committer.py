@@ -72,7 +72,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext import faults, listeners
@@ -80,6 +80,7 @@ from sqlext.connectors.filesystem.commit.background import BackgroundCommits
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
+from sqlext.connectors.filesystem.commit.progress import InsertProgress
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
@@ -476,29 +477,3 @@ def _after_rows(info: BatchInfo, end_watermark: int | None) -> BatchInfo:
     if end_watermark is None or end_watermark <= (info.watermark_ms or 0):
         return info
     return replace(info, watermark_ms=end_watermark)
-
-
-@dataclass
-class InsertProgress:
-    """Running totals of one insert, logged with each batch and readable from its RunningInsert."""
-
-    batches: int = 0
-    rows: int = 0
-    #: False once a batch had files whose rows could not be counted (compressed csv/json).
-    rows_known: bool = True
-    files: int = 0
-    partitions_committed: int = 0
-    last_batch: int | None = None
-
-    def add(self, entry: LogEntry, committed: int) -> bool:
-        """Count a finished batch; False when it was counted already: Spark replays a batch that a restart's
-        recovery finished (it had not recorded it), whose rows are in the table once and count once."""
-        self.partitions_committed += committed
-        if self.last_batch is not None and entry.batch <= self.last_batch:
-            return False
-        self.batches += 1
-        self.rows += entry.rows
-        self.rows_known = self.rows_known and entry.rows_known
-        self.files += len(entry.files)
-        self.last_batch = entry.batch
-        return True
