@@ -23,11 +23,19 @@ def extend(spark: SparkSession) -> SqlextSession:
     return _extend(spark)
 
 
-def spark_session(app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None) -> Any:
-    """A Spark session with Hive support on sqlext's metastore, already extended."""
+def spark_session(
+    app_name: str = "sqlext",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    *,
+    keep_metastore: bool = False,
+) -> Any:
+    """A Spark session with Hive support on sqlext's metastore, already extended. An embedded metastore it
+    starts (no ``spark.sqlext.metastore.uris``, none running) is stopped when Python exits, unless
+    ``keep_metastore``."""
     from sqlext.spark.session import spark_session as _spark_session
 
-    return _spark_session(app_name, master, conf)
+    return _spark_session(app_name, master, conf, keep_metastore=keep_metastore)
 
 
 def register(spark: Any) -> None:

@@ -51,7 +51,8 @@ KEYS: dict[str, str] = {
     METASTORE_USER: "Database user of the embedded metastore.",
     METASTORE_PASSWORD: "Database password of the embedded metastore.",
     METASTORE_DRIVER_JAR: "JDBC driver jar (default /usr/share/java/postgresql.jar for postgres).",
-    METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s).",
+    METASTORE_RETRY_DEADLINE: "How long metastore calls retry transport errors (default 60 s). Unset, a session's "
+    "first connection refused (nothing listens at the URI) is an error at once.",
     METASTORE_HADOOP_PREFIX + "<key>": "A Hadoop setting of the embedded metastore (its core-site.xml), e.g. "
     "spark.sqlext.metastore.hadoop.fs.viewfs.mounttable.c.link./data=hdfs://nn/data.",
     METASTORE_HADOOP_CONF_DIR: "Hadoop conf dir of the embedded metastore (default $HADOOP_CONF_DIR).",
@@ -129,6 +130,12 @@ class SqlextConfig:
                 option=METASTORE_RETRY_DEADLINE,
                 value=raw,
             ) from None
+
+    @property
+    def retry_deadline_configured(self) -> bool:
+        """Whether ``spark.sqlext.metastore.retry.deadline`` was given: then a metastore not listening yet is
+        waited for; else one that refuses the first connection fails at once."""
+        return METASTORE_RETRY_DEADLINE in self.values
 
     @property
     def driver_class_sharing(self) -> bool:

@@ -319,6 +319,8 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
         ttypes.FieldSchema(k, hive_type(table.column(k).type), table.column(k).comment) for k in table.partition_keys
     ]
     location = table.options.get("path") if table.connector == "filesystem" else None
+    if location is None and existing is not None and existing.sd is not None:
+        location = existing.sd.location  # the HMS gave a table without a path one; an alter needs it again
     storage = ttypes.StorageDescriptor(
         cols=columns,
         location=location,

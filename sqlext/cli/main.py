@@ -9,9 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlext.catalog.metastore import launcher, versions
-from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
-from sqlext.cli import status, thriftserver
+from sqlext.catalog.metastore import launcher
+from sqlext.cli import metastore, status, thriftserver
 from sqlext.cli.conf import command_conf, metastore_uri, parse_conf, reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
 from sqlext.config import SqlextConfig
@@ -25,58 +24,10 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 Command = Callable[[argparse.Namespace], int]
-VERSION_HELP = "Hive version: 2.3 (default, from pyspark's jars), 3.1 or 4 (fetched once from Maven Central)"
 
 CONF_HELP = (
     "Spark conf, repeatable: spark.sqlext.* (over the conf file's), spark.hadoop.* for the tables' storage, any spark.*"
 )
-
-
-def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
-    base = launcher.MetastoreSettings.from_config(SqlextConfig.load())
-    backend = Backend(args.backend) if args.backend else base.backend
-    postgres = backend is Backend.POSTGRES
-    return MetastoreSettings(
-        port=args.port if args.port is not None else base.port,
-        home=Path(args.home).resolve() if args.home else base.home,
-        warehouse=args.warehouse or base.warehouse,
-        backend=backend,
-        jdbc_url=args.jdbc_url or base.jdbc_url,
-        user=args.user or (base.user if base.backend is backend else ("hive" if postgres else "APP")),
-        password=args.password or (base.password if base.backend is backend else ("hive" if postgres else "mine")),
-        jdbc_driver_jar=Path(args.jdbc_driver_jar) if args.jdbc_driver_jar else base.jdbc_driver_jar,
-        hadoop=tuple(sorted({**dict(base.hadoop), **parse_conf(args.hadoop_conf)}.items())),
-        hadoop_conf_dir=Path(args.hadoop_conf_dir) if args.hadoop_conf_dir else base.hadoop_conf_dir,
-        host=args.host or base.host,
-        insecure_no_auth=getattr(args, "insecure_no_auth", False),
-        version=versions.release(args.version).version if args.version else base.version,
-    )
-
-
-def _metastore_start(args: argparse.Namespace) -> int:
-    settings = _metastore_settings(args)
-    result = launcher.start(settings)
-    started = (
-        f"Hive Metastore {settings.version} started (pid {result.pid}, {settings.backend}, log {settings.log_file})"
-    )
-    print(f"Hive Metastore already running at {result.uri}" if result.already_running else started, file=sys.stderr)
-    print(result.uri)
-    return 0
-
-
-def _metastore_status(args: argparse.Namespace) -> int:
-    current = launcher.status(_metastore_settings(args))
-    print(current.describe())
-    return 0 if current.answering else 3
-
-
-def _metastore_stop(args: argparse.Namespace) -> int:
-    settings = _metastore_settings(args)
-    if launcher.stop(settings):
-        print(f"Hive Metastore at {settings.uri} stopped")
-    else:
-        print(f"No Hive Metastore started from {settings.home} runs on port {settings.port}")
-    return 0
 
 
 def _commits(args: argparse.Namespace) -> int:
@@ -246,6 +197,9 @@ def _run(args: argparse.Namespace) -> int:
     from sqlext.spark.runner import run_file
 
     conf = command_conf(args)
+    if args.packages:  # as spark-submit's --packages: added to spark.jars.packages
+        given = [conf["spark.jars.packages"]] if conf.get("spark.jars.packages") else []
+        conf["spark.jars.packages"] = ",".join([*given, *args.packages])
     if args.fresh:
         conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
     return run_file(args.file, conf)
@@ -287,50 +241,15 @@ def _add_conf_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--port", type=int, help="Thrift port (default 9083, or spark.sqlext.metastore.port)")
-    parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--home", help="directory for the metastore's database, config, pid and log")
-    parser.add_argument("--warehouse", help="warehouse dir URI (default <home>/warehouse)")
-    parser.add_argument("--backend", choices=[b.value for b in Backend], help="database backend (default derby)")
-    parser.add_argument("--version", choices=[v.value for v in versions.HiveVersion], help=VERSION_HELP)
-    parser.add_argument("--jdbc-url", help="PostgreSQL JDBC URL, e.g. jdbc:postgresql://localhost:5432/metastore")
-    parser.add_argument("--user", help="database user")
-    parser.add_argument("--password", help="database password")
-    parser.add_argument("--jdbc-driver-jar", help="JDBC driver jar (default /usr/share/java/postgresql.jar)")
-    parser.add_argument(
-        "--hadoop-conf",
-        action="append",
-        metavar="KEY=VALUE",
-        help="a Hadoop setting for resolving table locations, e.g. fs.viewfs.mounttable.c.link./data=hdfs://nn/data",
-    )
-    parser.add_argument(
-        "--hadoop-conf-dir", help="Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sqlext",
         description="Flink-style streaming file sinks with partition commit, on Spark and the HMS.",
     )
+    parser.add_argument("--version", action="version", version=f"sqlext {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    metastore = commands.add_parser("metastore", help="run the embedded Hive Metastore")
-    actions = metastore.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, handler, help_text in (
-        ("start", _metastore_start, "start it (a no-op if one answers there) and print its thrift:// URI"),
-        ("status", _metastore_status, "say whether it runs (exit 3 when it does not answer)"),
-        ("stop", _metastore_stop, "stop the one this home started"),
-    ):
-        action = actions.add_parser(name, help=help_text)
-        _add_metastore_flags(action)
-        action.set_defaults(handler=handler)
-    actions.choices["start"].add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help="allow a non-loopback --host: the metastore has no authentication (anyone reaching it can drop tables)",
-    )
+    metastore.add_parser(commands)
 
     commits = commands.add_parser("commits", help="show a table's commit log (batches, files, partitions)")
     commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
@@ -417,6 +336,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("file", help="the SQL file: statements separated by ';', comments allowed")
     _add_conf_flags(run)
     run.add_argument(
+        "--packages",
+        action="append",
+        metavar="COORDINATES",
+        help="Maven coordinates (group:artifact:version, comma-separated, repeatable) Spark's Ivy fetches for the "
+        "driver and executors, as spark-submit's --packages (added to spark.jars.packages)",
+    )
+    run.add_argument(
         "--fresh",
         action="store_true",
         help="start every insert over: move its checkpoint aside and read its sources from the start "
@@ -437,6 +363,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=9083, help="embedded metastore port (default 9083)")
     demo.set_defaults(handler=_demo)
     return parser
+
+
+def package_version() -> str:
+    """The installed sqlext distribution's version (``unknown`` when run from a checkout never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sqlext")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -150,7 +150,8 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     # A client's failing statement is answered to that client (and logged in a line by the session);
     # pyspark would add the JVM stack trace of each one.
     PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-    spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf))
+    # A server outlives its start command: an embedded metastore it may start stays for the next server.
+    spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf), keep_metastore=True)
     spark.sparkContext.setLogLevel("WARN")
     gateway = Gateway(spark, admins=security.admins, authorization=authorization)
     server = GatewayServer(gateway, host, port, guard, tls)

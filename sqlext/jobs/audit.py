@@ -69,7 +69,7 @@ def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
     )
     lines = [header]
     for e in entries:
-        committed = ", ".join(e.committed_partitions) or "-"
+        committed = _committed(e)
         if e.operation == "compact":
             committed += f" ({len(e.replaced_files)} files merged into {len(e.files)})"
         counts = f"{e.rows:>10} {len(e.files):>5}"
@@ -78,6 +78,15 @@ def render(entries: Iterable[LogEntry], as_json: bool = False) -> str:
             f"{e.query:<24} {e.batch:>{width}} {e.state!s:<9} {e.operation:<9} {counts}  {completed}  {committed}"
         )
     return "\n".join(lines)
+
+
+def _committed(entry: LogEntry) -> str:
+    """The partitions a batch committed, then those committed after it by no batch (recorded on the query's
+    latest entry: the end of a bounded input, or a process-time delay passing between batches)."""
+    parts = [", ".join(entry.committed_partitions)] if entry.committed_partitions else []
+    if entry.committed_later:
+        parts.append(f"after the batch (end of input / tick): {', '.join(sorted(entry.committed_later))}")
+    return "; ".join(parts) or "-"
 
 
 def _completed(time_ms: int | None) -> str:

@@ -6,7 +6,8 @@ which stops them cleanly (Spark finishes the batch being committed before the qu
 has a stable name (from its sink table, or ``SET 'pipeline.name'``) that names its checkpoint under the
 checkpoint root, so running the same file again resumes the inserts where they stopped (each only its
 own checkpoint, see :mod:`sqlext.jobs.checkpoint`; ``--fresh`` starts them over). A failing
-statement stops the run with exit code 1 and is named with its line.
+statement stops the run with exit code 1 and is named with its line; the inserts started before it are stopped
+as on SIGTERM, so that the session is never stopped under a running query.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
 
     setup_command_logging()
     memory.exit_on_out_of_memory()
-    spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf))
+    # The commands after a run (sqlext commits, the next run) use the embedded metastore it may start: kept.
+    spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf), keep_metastore=True)
     spark.sparkContext.setLogLevel("ERROR")
     session = spark._sqlext_session  # type: ignore[attr-defined]
     memory.quiet_threads_once_the_jvm_ended()
@@ -85,10 +87,12 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
             except SqlextError as exc:
                 explained = memory.explain(exc.__cause__) if exc.__cause__ is not None else None
                 print(f"sqlext: error in {where}:\n{explained or exc.message}", file=sys.stderr)
-                return 1
+                return 1 if explained else stop_after_failed_statement(spark, started)
             except Exception as exc:  # Spark's own errors for statements passed through
-                print(f"sqlext: error in {where}:\n{memory.explain(exc) or exc}", file=sys.stderr)
-                return 1
+                explained = memory.explain(exc)
+                print(f"sqlext: error in {where}:\n{explained or exc}", file=sys.stderr)
+                gone = explained is not None or memory.is_connection_loss(exc)  # no query left to stop
+                return 1 if gone else stop_after_failed_statement(spark, started)
             columns, rows = _columns_and_rows(result)
             if "job_id" in columns:
                 job = dict(zip(columns, rows[0], strict=True))
@@ -122,11 +126,28 @@ def stop_unless_gone(spark: Any) -> None:
         log.debug("the session was not stopped: its JVM is going away (%s)", exc)
 
 
-def wait_for_inserts(spark: Any, job_ids: list[str]) -> int:
-    """Wait until every started insert ended; SIGTERM/SIGINT stop them cleanly. Exit code 0 or 1."""
+def stop_after_failed_statement(spark: Any, job_ids: list[str]) -> int:
+    """A statement failed: the file's remaining statements do not run (as Flink's ``sql-client -f`` stops at its
+    first error), and the inserts it started are stopped as SIGTERM stops them, once their batch in progress is
+    committed (Flink's jobs run on in the cluster; these run in this process, which ends). Exit code 1."""
+    if job_ids:
+        print(
+            f"sqlext: stopping the {len(job_ids)} insert(s) started before the failed statement, each after its "
+            "batch in progress; what they committed stays committed, and running the file again resumes them",
+            file=sys.stderr,
+        )
+        wait_for_inserts(spark, job_ids, stop_now=True)
+    return 1
+
+
+def wait_for_inserts(spark: Any, job_ids: list[str], *, stop_now: bool = False) -> int:
+    """Wait until every started insert ended; SIGTERM/SIGINT (or ``stop_now``) stop them cleanly. Exit code
+    0 or 1."""
     from sqlext.connectors.filesystem.sink import query_ended, running_insert
 
     stop = threading.Event()
+    if stop_now:
+        stop.set()
 
     def request_stop(signum: int, _frame: FrameType | None) -> None:
         print(f"sqlext: {signal.Signals(signum).name} received, stopping {len(job_ids)} insert(s)", file=sys.stderr)

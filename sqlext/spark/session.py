@@ -36,6 +36,7 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
 from sqlext.spark import class_sharing
+from sqlext.spark.metastore import session_metastore
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -56,13 +57,29 @@ def resolve_metastore_uri(config: SqlextConfig) -> str:
     return config.metastore_uris or launcher.start(launcher.MetastoreSettings.from_config(config)).uri
 
 
+def catalog_retry(config: SqlextConfig) -> RetryPolicy:
+    """How a session's catalog retries: up to the configured deadline; without one, a metastore that refuses
+    the first connection (nothing listens at the URI) is an error at once rather than after a minute."""
+    return RetryPolicy(
+        deadline_s=config.retry_deadline_s, refused_first_connect_fails=not config.retry_deadline_configured
+    )
+
+
 def spark_session(
-    app_name: str = "sqlext", master: str | None = None, conf: dict[str, str] | None = None
+    app_name: str = "sqlext",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+    *,
+    keep_metastore: bool = False,
 ) -> SparkSession:
-    """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements."""
+    """A Spark session with Hive support on sqlext's metastore, extended with sqlext statements.
+
+    Without ``spark.sqlext.metastore.uris`` the embedded metastore is used, started if none answers on its
+    port; one started here is stopped when Python exits, unless ``keep_metastore`` (see
+    :mod:`sqlext.spark.metastore`)."""
     import os
 
-    from pyspark import SparkConf, SparkContext
+    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
@@ -72,27 +89,44 @@ def spark_session(
     if SqlextConfig.load(conf or {}).driver_class_sharing:
         shared = class_sharing.share_classes(conf or {})
     try:
-        SparkContext._ensure_initialized(conf=launch)
+        _ensure_jvm(launch)
     except Exception:
         if shared is None:
             raise
         class_sharing.unusable(shared)
-        SparkContext._ensure_initialized(conf=launch)
+        _ensure_jvm(launch)
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
-    uri = resolve_metastore_uri(config)
+    metastore = session_metastore(config, keep_metastore=keep_metastore)
+    uri = metastore.uri
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.hadoop.hive.metastore.uris", uri).config("spark.sqlext.metastore.uris", uri)
     builder = builder.config("spark.pyspark.python", sys.executable)
-    if config.get("spark.sqlext.warehouse"):
-        builder = builder.config("spark.sql.warehouse.dir", str(config.get("spark.sqlext.warehouse")))
+    if metastore.warehouse:  # a spark.sql.warehouse.dir in ``conf`` is set below, over it
+        builder = builder.config("spark.sql.warehouse.dir", metastore.warehouse)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     extend(spark)
     return spark
+
+
+def _ensure_jvm(launch: Any) -> None:
+    """Start the driver JVM, unless there is one (under spark-submit it is this process's parent), in a session
+    of its own: a signal to this process's group (a supervisor's SIGTERM to the group, Ctrl-C) reaches this
+    process, which stops the queries cleanly, and not the JVM under them. The JVM still ends with this process:
+    it exits when its stdin, a pipe from here, closes."""
+    import os
+
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    gateway = None
+    if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        gateway = launch_gateway(conf=launch, popen_kwargs={"start_new_session": True})
+    SparkContext._ensure_initialized(gateway=gateway, conf=launch)
 
 
 class SqlextSession:
@@ -104,9 +138,7 @@ class SqlextSession:
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 
-        self.catalog = Catalog(
-            MetastoreClient(self.metastore_uri, RetryPolicy(deadline_s=self.config.retry_deadline_s))
-        )
+        self.catalog = Catalog(MetastoreClient(self.metastore_uri, catalog_retry(self.config)))
         self.options: dict[str, str] = self._configured_options()
         from sqlext.metrics import serve_configured
 

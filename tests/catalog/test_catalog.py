@@ -254,6 +254,23 @@ def test_alter_options_set_and_reset_validated_before_storing(catalog: Catalog, 
     assert catalog.hms_table(table.identifier).sd.location == _hms_path(tmp_path / "altered")
 
 
+def test_alter_options_of_a_table_without_a_path_keeps_the_location_the_metastore_gave_it(catalog: Catalog) -> None:
+    table = TableDefinition(
+        TableIdentifier(DB, "gen_altered"), (Column("a", "INT"),), {"connector": "datagen", "number-of-rows": "5"}
+    )
+    catalog.create_table(table)
+    given = catalog.hms_table(table.identifier).sd.location
+
+    catalog.alter_table_options(table.identifier, {"number-of-rows": "7", "rows-per-second": "3"}, ())
+
+    assert Catalog(catalog.client).get_table(table.identifier).options == {
+        "connector": "datagen",
+        "number-of-rows": "7",
+        "rows-per-second": "3",
+    }
+    assert given and catalog.hms_table(table.identifier).sd.location == given
+
+
 def test_a_table_id_is_set_at_create_kept_by_alter_and_new_for_a_table_created_again(
     catalog: Catalog, tmp_path: Path
 ) -> None:

@@ -197,3 +197,86 @@ def test_sigterm_stops_a_streaming_run_cleanly_and_a_rerun_resumes_exactly_once(
 
     assert _ids(table_dir) == list(range(90))
     assert sorted(hms.get_partition_names("term_db", "dst")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
+
+
+def _sqlext_run_command(job: Path, metastore: MetastoreSettings, tmp_path: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "sqlext.cli",
+        "run",
+        str(job),
+        "--conf",
+        f"spark.sqlext.metastore.uris={metastore.uri}",
+        "--conf",
+        f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
+    ]
+
+
+#: What an orderly stop never shows: the session stopped under a running query, the JVM killed under a commit.
+UNCLEAN = ("NullPointerException", "RpcEnvStoppedException", "Traceback", "committing the insert's last batch")
+
+
+def test_a_failing_statement_stops_the_started_insert_after_its_batch_and_a_rerun_completes_it(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=20)
+    insert = _job_sql(tmp_path / "input", tmp_path / "dst", "fail_db")
+    job = tmp_path / "job.sql"
+    job.write_text(f"{insert}\nSELECT no_such_column FROM fail_db.src;\nSELECT 1;\n")
+    failing_line = insert.count("\n") + 2
+
+    failed = subprocess.run(
+        _sqlext_run_command(job, metastore, tmp_path), env=_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
+
+    assert failed.returncode == 1, failed.stderr[-3000:]
+    assert f"error in {job}:{failing_line} (statement 5: SELECT no_such_column FROM fail_db.src)" in failed.stderr
+    assert "stopping the 1 insert(s) started before the failed statement" in failed.stderr
+    assert not [text for text in UNCLEAN if text in failed.stderr], failed.stderr[-5000:]
+    assert "1\n" not in failed.stdout.splitlines(keepends=True), "a statement after the failed one ran"
+    log = CommitLog(FileSystem((tmp_path / "dst").as_uri()), (tmp_path / "dst").as_uri())
+    committed = sum(entry.rows for entry in log.entries())
+    if committed:  # what was committed is there, and nothing else (the batch in progress may have been the first)
+        assert len(_ids(tmp_path / "dst")) == committed
+
+    job.write_text(insert)
+    rerun = subprocess.run(
+        _sqlext_run_command(job, metastore, tmp_path), env=_env(tmp_path), capture_output=True, text=True, timeout=300
+    )
+
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert _ids(tmp_path / "dst") == list(range(60))
+    assert sorted(hms.get_partition_names("fail_db", "dst")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
+
+
+def test_sigterm_to_the_process_group_stops_a_streaming_run_as_cleanly_as_to_the_process(
+    hms: MetastoreClient, metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    input_dir, table_dir = tmp_path / "input", tmp_path / "dst"
+    write_hourly_events(input_dir, datetime(2026, 11, 22), hours=2, rows_per_hour=30)
+    job = tmp_path / "stream.sql"
+    job.write_text(_job_sql(input_dir, table_dir, "group_db", ", 'source.monitor-interval' = '1 s'"))
+    log = CommitLog(FileSystem(table_dir.as_uri()), table_dir.as_uri())
+    # Its own process group, as a supervisor (systemd, a container's init) runs it, so that killpg spares pytest.
+    process = subprocess.Popen(
+        _sqlext_run_command(job, metastore, tmp_path),
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: sum(e.rows for e in log.entries()) >= 60, 240, what="60 rows committed")
+        os.killpg(process.pid, signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+    assert process.returncode == 0, err[-3000:]
+    assert "SIGTERM received" in err
+    assert not [text for text in UNCLEAN if text in err], err[-5000:]
+    assert _ids(table_dir) == list(range(60))
+    assert sorted(hms.get_partition_names("group_db", "dst")) == ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]

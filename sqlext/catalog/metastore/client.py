@@ -16,7 +16,10 @@ already, so callers make their calls idempotent (``ifNotExists``, alter-or-creat
 
 A metastore that is down when a statement or a query starts is waited for: each call retries until the
 deadline (``spark.sqlext.metastore.retry.deadline``, default 60 s), logging every retry with the URI, then
-raises :class:`MetastoreUnavailableError` naming the URI, the call and what to do.
+raises :class:`MetastoreUnavailableError` naming the URI, the call and what to do. A client whose policy has
+``refused_first_connect_fails`` (a session's catalog when no deadline is configured) does not wait when its
+first connection is refused by every URI: nothing listens there (a wrong URI, a metastore not started), and a
+minute of retries would only delay that error.
 """
 
 from __future__ import annotations
@@ -72,6 +75,13 @@ UNAVAILABLE_HINT = (
     "wait longer for it."
 )
 
+#: What to do when nothing listens at the metastore's URI (ends the error's message).
+REFUSED_HINT = (
+    "Start it (for sqlext's embedded metastore: 'sqlext metastore start'), check that "
+    "spark.sqlext.metastore.uris names it, or set spark.sqlext.metastore.retry.deadline (e.g. '60 s') to wait "
+    "for one that is still starting."
+)
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -81,6 +91,9 @@ class RetryPolicy:
     initial_backoff_s: float = 0.2
     max_backoff_s: float = 5.0
     socket_timeout_s: float = 60.0
+    #: Fail at once when nothing listens at any URI (connection refused) before the client ever connected;
+    #: transport errors after it connected once are retried as any others.
+    refused_first_connect_fails: bool = False
 
     def backoffs(self) -> Iterator[float]:
         """Exponential backoff delays, capped at ``max_backoff_s``."""
@@ -135,6 +148,7 @@ class MetastoreClient:
         self._lanes: list[MetastoreClient] = []
         #: The form of each call in ALTERNATIVES the server served, once probed.
         self.served: dict[str, str] = {}
+        self._connected_once = False
 
     @property
     def uri(self) -> str:
@@ -182,10 +196,18 @@ class MetastoreClient:
             try:
                 if self._client is None:
                     self._client = self._connect()
+                    self._connected_once = True
                 result = getattr(self._client, method)(*args)
             except _TRANSPORT_ERRORS as exc:
                 _report(method, "error", began)
                 self.close()
+                if self._nothing_listens(exc, attempt):
+                    raise MetastoreUnavailableError(
+                        f"Nothing listens at {self.uri}: the connection to the Hive Metastore was refused "
+                        f"({exc}). {REFUSED_HINT}",
+                        option="spark.sqlext.metastore.uris",
+                        value=self.uri,
+                    ) from exc
                 delay = next(backoffs)
                 if time.monotonic() + delay > deadline:
                     raise MetastoreUnavailableError(
@@ -209,6 +231,13 @@ class MetastoreClient:
             else:
                 _report(method, "ok", began)
                 return result
+
+    def _nothing_listens(self, exc: BaseException, attempt: int) -> bool:
+        """Whether a first connection was refused by every URI, under a policy that fails on that at once."""
+        if not self.retry.refused_first_connect_fails or self._connected_once or attempt < len(self.addresses):
+            return False
+        refused = exc if isinstance(exc, ConnectionRefusedError) else getattr(exc, "inner", None)
+        return isinstance(refused, ConnectionRefusedError)
 
     def call_served(self, call: str, forms: dict[str, tuple[Any, ...]]) -> Any:
         """Call the first of ``forms`` (method -> arguments, in order) the server serves, remembering which

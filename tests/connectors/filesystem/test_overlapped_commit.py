@@ -261,3 +261,34 @@ def test_a_restart_removes_the_staging_dir_a_kill_left_after_its_batch_was_recor
 
     assert not left.parent.exists()
     _assert_committed_once(settings, 2)
+
+
+def test_a_batch_the_restart_recovered_and_spark_replays_counts_once_in_the_run_totals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Killed after batch 1's files moved, before Spark recorded it: the restart's recovery finishes batch 1,
+    then Spark replays it. Its rows are in the table once, and in the run's totals and log once."""
+    crashed = _committer(tmp_path)
+    settings = crashed.settings
+    with monkeypatch.context() as patched:
+        patched.setattr(committer_module, "fault_point", _crash_at("after-log"))
+        crashed.process(0, BatchInfo(None, 0), _stage(settings, 0))
+        crashed.process(1, BatchInfo(None, 0), _stage(settings, 1))
+        with pytest.raises(SimulatedCrash):
+            crashed.wait_committed(30)
+    crashed.close()
+
+    with caplog.at_level("INFO", logger="sqlext.commit"):
+        restarted = _committer(tmp_path)
+        assert restarted.wait_committed(30)
+        restarted.process(1, BatchInfo(None, 0), _stage(settings, 1))  # Spark's replay
+        restarted.process(2, BatchInfo(None, 0), _stage(settings, 2))
+        assert restarted.wait_committed(30)
+    restarted.close()
+
+    _assert_committed_once(settings, 3)
+    progress = restarted.progress
+    assert (progress.batches, progress.rows, progress.files, progress.last_batch) == (2, 2 * ROWS, 2, 2)
+    committed_lines = [r.getMessage() for r in caplog.records if f"{QUERY}: batch 1 committed" in r.getMessage()]
+    assert len(committed_lines) == 1, committed_lines
+    assert "totals: 2 batches, 10 rows, 2 files" in caplog.text

@@ -72,7 +72,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext import faults, listeners
@@ -80,6 +80,7 @@ from sqlext.connectors.filesystem.commit.background import BackgroundCommits
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
 from sqlext.connectors.filesystem.commit.plan import BatchInfo, BatchPlanner, StagedFile
+from sqlext.connectors.filesystem.commit.progress import InsertProgress
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
@@ -278,10 +279,19 @@ class BatchCommitter:
                 # staging (or manifest) dir leaves the dir behind.
                 self._mover.clean(entry)
             committed = self.commit_partitions(entry, entry.watermark_ms, end_of_input=final)
-            self.progress.add(entry, len(committed))
-            if listeners.listening():
+            counted = self.progress.add(entry, len(committed))
+            if counted and listeners.listening():
                 listeners.report_batch(_batch_event(self.insert, entry, written - started, time.monotonic() - written))
             self.log.expire(self.query_name, self.settings.retained_batches)
+            if not counted:
+                log.info(
+                    "%s: batch %d, finished earlier in this run, replayed by Spark: nothing written again; "
+                    "partitions committed: %s",
+                    self.query_name,
+                    batch,
+                    ", ".join(committed) or "none",
+                )
+                return
             log.info(
                 "%s: batch %d committed %s rows in %d files to %s; partitions committed: %s (%.2f s); "
                 "totals: %d batches, %d rows%s, %d files, %d partition commits",
@@ -467,24 +477,3 @@ def _after_rows(info: BatchInfo, end_watermark: int | None) -> BatchInfo:
     if end_watermark is None or end_watermark <= (info.watermark_ms or 0):
         return info
     return replace(info, watermark_ms=end_watermark)
-
-
-@dataclass
-class InsertProgress:
-    """Running totals of one insert, logged with each batch and readable from its RunningInsert."""
-
-    batches: int = 0
-    rows: int = 0
-    #: False once a batch had files whose rows could not be counted (compressed csv/json).
-    rows_known: bool = True
-    files: int = 0
-    partitions_committed: int = 0
-    last_batch: int | None = None
-
-    def add(self, entry: LogEntry, committed: int) -> None:
-        self.batches += 1
-        self.rows += entry.rows
-        self.rows_known = self.rows_known and entry.rows_known
-        self.files += len(entry.files)
-        self.partitions_committed += committed
-        self.last_batch = entry.batch
