@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from sqlext.errors import SqlextError
+from sqlext.errors import SqlextError, StateVersionError
 from sqlext.io.fs import FileSystem, join
 from sqlext.io.records import RecordFormat
 
@@ -203,7 +203,10 @@ class Lease:
         with self._lock:
             if self.released:
                 return True
-            current = read_lease(self.fs, self.checkpoint)
+            try:
+                current = read_lease(self.fs, self.checkpoint)
+            except StateVersionError:
+                current = None  # a newer sqlext took the lease over
             if current is None or current.token != self.owner.token:
                 self.lost = True
                 return False

@@ -157,6 +157,17 @@ def test_the_lease_of_a_newer_sqlext_is_refused_not_taken_over(tmp_path: Path) -
     assert lease_file.read_text() == before
 
 
+def test_a_running_insert_whose_lease_a_newer_sqlext_took_over_has_lost_it(tmp_path: Path) -> None:
+    checkpoint = (tmp_path / "ck").as_uri()
+    lease = ls.Lease.claim(FileSystem(checkpoint), checkpoint, QUERY)
+    try:
+        _write(tmp_path / "ck" / "sqlext" / "lease.json", {**_owner(token="theirs"), "version": 2})
+        assert lease.renew() is False and lease.lost
+    finally:
+        lease.release()
+    assert json.loads((tmp_path / "ck" / "sqlext" / "lease.json").read_text())["token"] == "theirs"
+
+
 def test_a_lease_written_now_carries_its_version(tmp_path: Path) -> None:
     checkpoint = (tmp_path / "ck").as_uri()
     lease = ls.Lease.claim(FileSystem(checkpoint), checkpoint, QUERY)
