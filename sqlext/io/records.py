@@ -13,7 +13,8 @@ written and read through it:
   naming the file, the version found, the newest this release reads, and what to do. The caller refuses
   before it writes anything (see docs/resuming.md).
 
-``tests/jobs/test_state_versions.py`` fails when a run writes a record without its version.
+``tests/jobs/test_resume_fixtures.py`` fails when a run writes a record without its version, and resumes the state
+earlier releases wrote (``tests/fixtures/state/``).
 """
 
 from __future__ import annotations
