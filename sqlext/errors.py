@@ -88,6 +88,11 @@ class PolicyError(CommitError):
     """A partition commit policy could not be loaded or failed."""
 
 
+class StateVersionError(SqlextError):
+    """State that sqlext persisted (commit log, trigger state, lease, checkpoint identity, users file, ...) was
+    written by a newer release, in a format this one does not read, or is not sqlext's (docs/resuming.md)."""
+
+
 class FileSystemError(SqlextError):
     """A path's filesystem cannot be reached in this process (unknown scheme, no JVM, bad mount table)."""
 

@@ -35,6 +35,7 @@ from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTP
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.errors import FileSystemError, MetastoreError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.io.reach import unreachable_cause
+from sqlext.io.records import newer_error
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ PARAM_PREFIX = "sqlext."
 #: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
 TABLE_ID = f"{PARAM_PREFIX}table-id"
 OPTION_PREFIX = "sqlext.option."
+#: The format version of a table definition in the HMS parameters (``sqlext.version``): a newer one is refused.
 FORMAT_VERSION = "1"
 
 #: Tables of connectors without files (datagen, print, blackhole) get a plain text descriptor.
@@ -414,6 +416,10 @@ def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
 def from_hms(table: ttypes.Table) -> TableDefinition:
     """Rebuild the definition stored by :func:`to_hms`."""
     params: dict[str, Any] = table.parameters or {}
+    found = params.get(f"{PARAM_PREFIX}version", FORMAT_VERSION)
+    if found.isdigit() and int(found) > int(FORMAT_VERSION):
+        where = f"metastore table {table.dbName}.{table.tableName} (parameter {PARAM_PREFIX}version)"
+        raise newer_error(where, "table definition", int(found), int(FORMAT_VERSION))
     columns = tuple(Column(**c) for c in json.loads(params[f"{PARAM_PREFIX}schema"]))
     watermark = None
     if f"{PARAM_PREFIX}watermark" in params:

@@ -3,7 +3,9 @@
 A hash reads ``scrypt$<log2 n>$<r>$<p>$<salt>$<key>`` (salt and key in base64), so stronger
 parameters can come later without breaking old lines. ``sqlext gateway passwd USER`` adds a user or
 changes a password; the file is rewritten atomically with mode 0600. A running gateway reads the file
-again when it changes, so no restart is needed. Lines starting with ``#`` are comments.
+again when it changes, so no restart is needed. Lines starting with ``#`` are comments; the first says which
+format version the file is in (:data:`USERS_FORMAT`; a file without it, written before versions were recorded,
+is version 1), and a file of a newer version is refused (docs/resuming.md).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import tempfile
 import threading
@@ -19,12 +22,17 @@ from pathlib import Path
 
 from sqlext.errors import ConfigError
 from sqlext.gateway.authenticator import Authenticator
+from sqlext.io.records import newer_error
 
 #: scrypt parameters of new hashes: n = 2**14, r = 8 (16 MiB, tens of ms per check), p = 1.
 LOG2_N, R, P = 14, 8, 1
 SALT_BYTES = 16
 KEY_BYTES = 32
 SCHEME = "scrypt"
+#: The users file's format version: 1, ``user:hash`` lines (hashes say their own scheme and parameters).
+USERS_FORMAT = 1
+_HEADER = "# sqlext gateway users, format {version}: written by 'sqlext gateway passwd'\n"
+_HEADER_VERSION = re.compile(r"#\s*sqlext gateway users, format (\d+)\b")
 
 
 def hash_password(password: str, salt: bytes | None = None) -> str:
@@ -59,6 +67,10 @@ def read_users(path: Path) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    first = text.splitlines()[0] if text else ""
+    header = _HEADER_VERSION.match(first)
+    if header and int(header.group(1)) > USERS_FORMAT:
+        raise newer_error(str(path), "gateway users file", int(header.group(1)), USERS_FORMAT)
     users: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
@@ -90,7 +102,7 @@ def set_password(path: Path, user: str, password: str) -> bool:
     fd, temporary = tempfile.mkstemp(prefix=".users-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp files are 0600
-            out.write("# sqlext gateway users: written by 'sqlext gateway passwd'\n")
+            out.write(_HEADER.format(version=USERS_FORMAT))
             out.writelines(f"{name}:{stored}\n" for name, stored in sorted(users.items()))
         os.replace(temporary, path)
     except BaseException:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sqlext import config as cfg
 from sqlext.errors import SqlextError, ValidationError
 from sqlext.io.fs import FileSystem, join, normalize
+from sqlext.io.records import RecordFormat
 from sqlext.jobs.lease import STATE_DIR, Lease, read_lease
 from sqlext.jobs.query_evolution import follows_schema_change
 
@@ -51,6 +52,11 @@ log = logging.getLogger("sqlext.checkpoint")
 START_OPTION = "sqlext.insert.start"
 IDENTITY_FILE = "identity.json"
 IDENTITY_VERSION = 1
+#: Version 1: as below (identities always said so).
+IDENTITY_FORMAT = RecordFormat("checkpoint identity", IDENTITY_VERSION)
+#: Version 1: query, checkpoint, identity (an identity record of its own) and start time; those written
+#: before versions were recorded have none.
+INSERT_RECORD_FORMAT = RecordFormat("insert record", 1)
 
 
 class StartMode(StrEnum):
@@ -111,19 +117,22 @@ class InsertIdentity:
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": IDENTITY_VERSION,
-            "pipeline": self.pipeline,
-            "metastore": self.metastore,
-            "sink": asdict(self.sink),
-            "sources": [asdict(s) for s in self.sources],
-            "query": self.query,
-            "sink_columns": list(self.sink_columns),
-            "fingerprint": self.fingerprint,
-        }
+        return IDENTITY_FORMAT.stamp(
+            {
+                "pipeline": self.pipeline,
+                "metastore": self.metastore,
+                "sink": asdict(self.sink),
+                "sources": [asdict(s) for s in self.sources],
+                "query": self.query,
+                "sink_columns": list(self.sink_columns),
+                "fingerprint": self.fingerprint,
+            }
+        )
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> InsertIdentity:
+    def from_json(cls, data: Mapping[str, Any], where: str = "checkpoint identity") -> InsertIdentity:
+        """The identity in ``data`` (read from ``where``), refusing a format newer than this release reads."""
+        data = IDENTITY_FORMAT.checked(data, where)
         return cls(
             pipeline=str(data.get("pipeline", "")),
             metastore=str(data.get("metastore", "")),
@@ -211,11 +220,15 @@ def identity_uri(checkpoint: str) -> str:
     return join(checkpoint, STATE_DIR, IDENTITY_FILE)
 
 
+def write_identity(fs: FileSystem, checkpoint: str, identity: InsertIdentity) -> None:
+    fs.write_text(identity_uri(checkpoint), json.dumps(identity.to_json(), indent=1, sort_keys=True))
+
+
 def read_identity(fs: FileSystem, checkpoint: str) -> InsertIdentity | None:
     uri = identity_uri(checkpoint)
     if not fs.exists(uri):
         return None
-    return InsertIdentity.from_json(json.loads(fs.read_text(uri)))
+    return InsertIdentity.from_json(json.loads(fs.read_text(uri)), uri)
 
 
 # -- start ---------------------------------------------------------------------------------------
@@ -285,7 +298,7 @@ def prepare(
                 raise mismatch_error(location, identity, comparison)
             for note in comparison.notes:
                 log.warning("%s: resuming although the query changed: %s", location, note)
-        fs.write_text(identity_uri(location), json.dumps(identity.to_json(), indent=1))
+        write_identity(fs, location, identity)
         resumed = progress and replaced is None
         return PreparedCheckpoint(location, identity, lease, resumed, replaced)
     except BaseException:
@@ -373,8 +386,12 @@ def record_in_table(table_path: str, prepared: PreparedCheckpoint) -> None:
         "identity": prepared.identity.to_json(),
         "started": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
     }
-    uri = join(table_path, INSERTS_DIR, f"{prepared.identity.pipeline}.json")
-    FileSystem(table_path).write_text(uri, json.dumps(data, indent=1))
+    uri = insert_record_uri(table_path, prepared.identity.pipeline)
+    INSERT_RECORD_FORMAT.write(FileSystem(table_path), uri, data)
+
+
+def insert_record_uri(table_path: str, query: str) -> str:
+    return join(table_path, INSERTS_DIR, f"{query}.json")
 
 
 def recorded_inserts(table_path: str, query: str | None = None) -> list[RecordedInsert]:
@@ -384,13 +401,10 @@ def recorded_inserts(table_path: str, query: str | None = None) -> list[Recorded
     for status in fs.list_files(join(table_path, INSERTS_DIR), recursive=False):
         if not status.relative.endswith(".json"):
             continue
-        data = json.loads(fs.read_text(status.uri))
+        data = INSERT_RECORD_FORMAT.read(fs, status.uri)
         if query is None or data["query"] == query:
-            found.append(
-                RecordedInsert(
-                    data["query"], data["checkpoint"], InsertIdentity.from_json(data["identity"]), data["started"]
-                )
-            )
+            identity = InsertIdentity.from_json(data["identity"], f"{status.uri} (its identity)")
+            found.append(RecordedInsert(data["query"], data["checkpoint"], identity, data["started"]))
     return sorted(found, key=lambda r: r.query)
 
 

@@ -58,6 +58,7 @@ from sqlext.jobs.checkpoint import (
 from sqlext.jobs.lease import Lease
 from sqlext.jobs.lookup_join import find_lookup_tables, plan_lookup_join
 from sqlext.jobs.sources import SourceFrame, source_frame
+from sqlext.jobs.state_versions import refuse_newer_state
 from sqlext.jobs.time_zone import session_time_zone
 from sqlext.options import BOOLEAN, ConfigOption, Options, parse_duration
 from sqlext.sink import InsertPlan
@@ -140,6 +141,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     )
     if mode == STREAMING and configured_root(spark, session.config) is None:
         _move_legacy_checkpoint(sink, query_name, checkpoint_location)
+    refuse_newer_state(checkpoint_location, table_path, query_name)  # before anything is written
     # Claimed before the query is planned, confirmed after: the lease's settle wait passes while Spark plans.
     lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
     try:

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
-from sqlext.errors import SqlextError
+from sqlext.errors import SqlextError, StateVersionError
 from sqlext.io.fs import FileSystem, join
+from sqlext.io.records import RecordFormat
 
 log = logging.getLogger("sqlext.checkpoint")
 
@@ -47,6 +48,8 @@ BATCH_LEASE_TIMEOUT_S = 120.0
 #: How a lease is kept alive: by a heartbeat thread (inserts), or by each batch (``format("sqlext")``).
 HEARTBEAT_RENEWAL = "heartbeat"
 BATCH_RENEWAL = "batch"
+#: Version 1: the fields of :class:`LeaseOwner` (leases written before versions were recorded have none).
+LEASE_FORMAT = RecordFormat("lease", 1)
 
 
 class CheckpointInUseError(SqlextError):
@@ -167,7 +170,7 @@ class Lease:
         now = _now_ms()
         owner = LeaseOwner(socket.gethostname(), os.getpid(), uuid.uuid4().hex, pipeline, now, now)
         made_checkpoint = not fs.exists(checkpoint)
-        fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
+        _write(fs, checkpoint, owner)
         lease = cls(checkpoint, owner, fs, _claimed_at=time.monotonic(), _made_checkpoint=made_checkpoint)
         with _HELD_LOCK:
             _HELD[owner.token] = lease
@@ -193,19 +196,22 @@ class Lease:
     def moved_to(self, checkpoint: str) -> None:
         """The checkpoint was moved aside: hold the lease on the (new, empty) one at ``checkpoint``."""
         self.checkpoint = checkpoint
-        self.fs.write_text(lease_uri(checkpoint), json.dumps(asdict(self.owner)))
+        _write(self.fs, checkpoint, self.owner)
 
     def renew(self) -> bool:
         """Write a new heartbeat; False (and ``lost``) when another writer took the lease over."""
         with self._lock:
             if self.released:
                 return True
-            current = read_lease(self.fs, self.checkpoint)
+            try:
+                current = read_lease(self.fs, self.checkpoint)
+            except StateVersionError:
+                current = None  # a newer sqlext took the lease over
             if current is None or current.token != self.owner.token:
                 self.lost = True
                 return False
             self.owner = LeaseOwner(**{**asdict(self.owner), "renewed_ms": _now_ms()})
-            self.fs.write_text(lease_uri(self.checkpoint), json.dumps(asdict(self.owner)))
+            _write(self.fs, self.checkpoint, self.owner)
             return True
 
     def release(self) -> None:
@@ -265,7 +271,7 @@ class Lease:
 
 def _take(fs: FileSystem, checkpoint: str, owner: LeaseOwner) -> None:
     """Write ``owner`` as the lease, wait, read it back: raise if a racing writer's write came last."""
-    fs.write_text(lease_uri(checkpoint), json.dumps(asdict(owner)))
+    _write(fs, checkpoint, owner)
     time.sleep(LEASE_SETTLE_S)
     _raise_unless_won(fs, checkpoint, owner)
 
@@ -285,7 +291,7 @@ def claim_per_batch(fs: FileSystem, home: str, pipeline: str, pid: int, token: s
     now = _now_ms()
     if current is not None and current.token == token:
         renewed = LeaseOwner(**{**asdict(current), "renewed_ms": now})
-        fs.write_text(lease_uri(home), json.dumps(asdict(renewed)))
+        _write(fs, home, renewed)
         return renewed
     if current is not None and not current.is_stale(now, set()):
         raise _in_use(home, current)
@@ -296,14 +302,25 @@ def claim_per_batch(fs: FileSystem, home: str, pipeline: str, pid: int, token: s
     return owner
 
 
+def _write(fs: FileSystem, checkpoint: str, owner: LeaseOwner) -> None:
+    LEASE_FORMAT.write(fs, lease_uri(checkpoint), asdict(owner))
+
+
 def read_lease(fs: FileSystem, checkpoint: str) -> LeaseOwner | None:
+    """The checkpoint's lease, or None; a lease written by a newer sqlext is refused
+    (:class:`~sqlext.errors.StateVersionError`), not taken over: that sqlext may still run."""
     uri = lease_uri(checkpoint)
     if not fs.exists(uri):
         return None
     try:
-        return LeaseOwner(**json.loads(fs.read_text(uri)))
-    except (ValueError, TypeError, FileNotFoundError):
+        data = json.loads(fs.read_text(uri))
+    except (ValueError, FileNotFoundError):
         return None  # being replaced right now, or unreadable: nobody holds it in a readable form
+    fields = LEASE_FORMAT.checked(data, uri)
+    try:
+        return LeaseOwner(**fields)
+    except TypeError:
+        return None  # not a lease sqlext wrote: nobody holds it in a readable form
 
 
 def _in_use(checkpoint: str, owner: LeaseOwner) -> CheckpointInUseError:

@@ -81,7 +81,7 @@ def _read_checkpoint(status: InsertStatus, checkpoint: str) -> None:
         fs = FileSystem(checkpoint)
         owner = read_lease(fs, checkpoint)
         state_uri = trigger_state_uri(checkpoint)
-        state = TriggerState.from_json(fs.read_json(state_uri)) if fs.exists(state_uri) else TriggerState()
+        state = TriggerState.from_json(fs.read_json(state_uri), state_uri) if fs.exists(state_uri) else TriggerState()
     except Exception:  # a checkpoint on a filesystem this process cannot reach: the log still answers
         return
     if owner is not None:

@@ -22,7 +22,6 @@ would start fresh it refuses, and it guards the sink table's commit log:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -31,16 +30,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlext.io.fs import FileSystem, join
+from sqlext.io.records import RecordFormat
 from sqlext.jobs.checkpoint import (
     CheckpointMismatchError,
     InsertIdentity,
     TableRef,
     Verdict,
     compare,
-    identity_uri,
     normalize_metastore,
     read_identity,
     set_aside_commit_log,
+    write_identity,
 )
 from sqlext.jobs.lease import STATE_DIR, claim_per_batch
 
@@ -51,6 +51,10 @@ WRITER_QUERY = "format('sqlext')"
 CHECKPOINT_ID_FILE = "checkpoint-id"
 #: In the query's state dir: which checkpoint writes the query's commit log.
 LOG_OWNER_FILE = "checkpoint.json"
+#: Version 1: ``checkpoint`` and ``checkpoint_id`` (files written before versions were recorded have none).
+LOG_OWNER_FORMAT = RecordFormat("commit log owner", 1)
+#: Version 1: ``id``. Written before versions were recorded, the file held the bare id, as text.
+CHECKPOINT_ID_FORMAT = RecordFormat("checkpoint id", 1)
 
 
 def driver_pid() -> int:
@@ -94,6 +98,8 @@ class WriterClaim:
 
     def on_start(self) -> None:
         """Take (or renew) the lease; refuse a checkpoint that is not this writer's."""
+        if self.checkpoint is not None:  # an identity a newer sqlext wrote is refused before the lease is written
+            read_identity(FileSystem(self.checkpoint), self.checkpoint)
         self._renew_lease()
         if self.checkpoint is not None:
             self._check_identity(self.checkpoint)
@@ -131,15 +137,16 @@ class WriterClaim:
             if comparison.verdict is not Verdict.SAME:
                 raise self._mismatch(checkpoint, comparison.differences, comparison.verdict)
         if stored != self.identity:
-            fs.write_text(identity_uri(checkpoint), json.dumps(self.identity.to_json(), indent=1))
+            write_identity(fs, checkpoint, self.identity)
 
     def _checkpoint_id(self, checkpoint: str) -> str:
         fs = FileSystem(checkpoint)
         uri = join(checkpoint, STATE_DIR, CHECKPOINT_ID_FILE)
         if fs.exists(uri):
-            return fs.read_text(uri).strip()
+            text = fs.read_text(uri).strip()
+            return str(CHECKPOINT_ID_FORMAT.loads(text, uri)["id"]) if text.startswith("{") else text
         created = uuid.uuid4().hex
-        fs.write_text(uri, created)
+        CHECKPOINT_ID_FORMAT.write(fs, uri, {"id": created})
         return created
 
     # -- the commit log's owner ------------------------------------------------------------------------
@@ -152,7 +159,7 @@ class WriterClaim:
     def _log_owner(self) -> dict[str, str] | None:
         fs = FileSystem(self.state_dir)
         uri = join(self.state_dir, STATE_DIR, LOG_OWNER_FILE)
-        return json.loads(fs.read_text(uri)) if fs.exists(uri) else None
+        return LOG_OWNER_FORMAT.read(fs, uri) if fs.exists(uri) else None
 
     def _set_log_aside(self, owner: dict[str, str]) -> None:
         # Not the staging dir: it holds the files the executors wrote for this very batch.
@@ -168,7 +175,7 @@ class WriterClaim:
 
     def _record_log_owner(self, checkpoint_id: str) -> None:
         data = {"checkpoint": self.checkpoint, "checkpoint_id": checkpoint_id}
-        FileSystem(self.state_dir).write_text(join(self.state_dir, STATE_DIR, LOG_OWNER_FILE), json.dumps(data))
+        LOG_OWNER_FORMAT.write(FileSystem(self.state_dir), join(self.state_dir, STATE_DIR, LOG_OWNER_FILE), data)
 
     # -- errors ----------------------------------------------------------------------------------------
 

@@ -110,3 +110,18 @@ def test_a_home_keeps_the_version_that_created_its_database(tmp_path: Path) -> N
     unknown = re.escape("Unknown Hive Metastore version '5'. Supported versions: 2.3, 3.1, 4.")
     with pytest.raises(MetastoreError, match=unknown):
         versions.release("5")
+
+
+def test_a_home_records_the_hive_release_that_created_it_and_refuses_another_schema(tmp_path: Path) -> None:
+    home = tmp_path / "hms"
+    versions.check_home(home, HiveVersion.V4)
+    assert (home / "hive-version").read_text() == "4\n"
+    assert (home / "hive-release").read_text() == "4.0.1\n"
+    (home / "hive-release").write_text("4.0.3\n")  # another release of the same schema
+    versions.check_home(home, HiveVersion.V4)
+    (home / "hive-release").write_text("4.1.0\n")  # written by a sqlext that runs a Hive with another schema
+    with pytest.raises(MetastoreError, match=r"holds a database of Hive 4\.1\.0; this sqlext runs Hive 4\.0\.1"):
+        versions.check_home(home, HiveVersion.V4)
+    assert (home / "hive-release").read_text() == "4.1.0\n"
+    (home / "hive-release").unlink()  # a home from before the release was recorded: the release sqlext ran
+    versions.check_home(home, HiveVersion.V4)

@@ -20,6 +20,8 @@ home directory:
   ``TXNS``, ...) created before each start where missing (:mod:`sqlext.catalog.metastore.txn_tables`), which
   the lock and transaction calls need and DataNucleus does not create;
 - ``warehouse/``          the default warehouse dir, unless another is given;
+- ``hive-version`` and ``hive-release``  the Hive version and release that created the database: another
+  version, or a release of it with another schema, is refused (:func:`versions.check_home`);
 - ``metastore-<port>.pid`` and ``logs/metastore-<port>.log``.
 
 ``start`` returns once the server answers a Thrift call; ``stop`` stops only the process whose pid

@@ -32,6 +32,9 @@ HIVE_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 _HERE = Path(__file__).resolve().parent
 #: The file in a metastore home naming the Hive version whose schema its database holds.
 VERSION_FILE = "hive-version"
+#: Beside it: the exact Hive release that created the database (a home without it is of the release sqlext
+#: ran of that version when it was written, the one :data:`RELEASES` names: none other had been run).
+RELEASE_FILE = "hive-release"
 
 
 class HiveVersion(StrEnum):
@@ -154,8 +157,11 @@ def main_classes() -> tuple[str, ...]:
 
 
 def check_home(home: Path, version: HiveVersion) -> None:
-    """Refuse to start ``version`` on a home whose database another version created; record it otherwise."""
+    """Refuse to start ``version`` on a home whose database another version created, or another release of
+    it with another schema (Hive's schema is that of its major.minor release: 4.0.x share one, 4.1 alters
+    it); record both otherwise."""
     marker = home / VERSION_FILE
+    current = release(version).full_version
     # A database without the file was made by an sqlext that only ran Hive 2.3.
     legacy = (home / "metastore_db").is_dir() and HiveVersion.V2_3.value
     if marker.is_file() or legacy:
@@ -167,6 +173,26 @@ def check_home(home: Path, version: HiveVersion) -> None:
                 option="version",
                 value=version.value,
             )
+        created_by = _recorded_release(home, version)
+        if _schema(created_by) != _schema(current):
+            raise MetastoreError(
+                f"The metastore home {home} holds a database of Hive {created_by}; this sqlext runs Hive "
+                f"{current}, whose metastore schema differs, and would change it in place. Start it with the "
+                f"sqlext release that created it, or give another --home (sqlext does not upgrade a metastore "
+                "database).",
+                option="version",
+                value=version.value,
+            )
         return
     home.mkdir(parents=True, exist_ok=True)
     marker.write_text(version.value + "\n")
+    (home / RELEASE_FILE).write_text(current + "\n")
+
+
+def _recorded_release(home: Path, version: HiveVersion) -> str:
+    recorded = home / RELEASE_FILE
+    return recorded.read_text().strip() if recorded.is_file() else release(version).full_version
+
+
+def _schema(full_version: str) -> tuple[str, ...]:
+    return tuple(full_version.split(".")[:2])

@@ -24,10 +24,13 @@ from enum import StrEnum
 from typing import Any
 
 from sqlext.io.fs import FileStatus, FileSystem, join
+from sqlext.io.records import RecordFormat
 
 LOG_DIR = "_sqlext/log"
 STAGING_DIR = "_sqlext/staging"
 _ENTRY_NAME = re.compile(r"^(\d{20})\.(requested|inflight|completed)$")
+#: Version 1: the entries as written before versions were recorded (they have none), with the fields below.
+ENTRY_FORMAT = RecordFormat("commit log entry", 1)
 
 
 class State(StrEnum):
@@ -125,10 +128,12 @@ class LogEntry:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["state"] = str(self.state)
-        return data
+        return ENTRY_FORMAT.stamp(data)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LogEntry:
+    def from_json(cls, data: dict[str, Any], where: str = "commit log entry") -> LogEntry:
+        """The entry in ``data`` (read from ``where``), refusing a format newer than this release reads."""
+        data = ENTRY_FORMAT.checked(data, where)
         files = [PlannedFile(**f) for f in data.get("files", [])]
         pending = data.get("pending_partitions")
         return cls(
@@ -177,7 +182,8 @@ class CommitLog:
         """The most advanced state recorded for a batch, or None."""
         for state in (State.COMPLETED, State.INFLIGHT, State.REQUESTED):
             try:
-                return LogEntry.from_json(self.fs.read_json(self._file(query, batch, state)))
+                uri = self._file(query, batch, state)
+                return LogEntry.from_json(self.fs.read_json(uri), uri)
             except FileNotFoundError:
                 continue
         return None
@@ -254,7 +260,7 @@ class CommitLog:
         between two looks of :meth:`get`; a second :meth:`get` finds the state that replaced it. Only a
         reader racing the writer needs it: the writer's own :meth:`get` of a new batch looks once."""
         try:
-            return LogEntry.from_json(self.fs.read_json(uri))
+            return LogEntry.from_json(self.fs.read_json(uri), uri)
         except FileNotFoundError:
             return self.get(query, batch) or self.get(query, batch)
 

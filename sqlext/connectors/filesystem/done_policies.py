@@ -31,6 +31,7 @@ from sqlext.connectors.filesystem.policies import PartitionCommitContext, Partit
 from sqlext.errors import PolicyError
 from sqlext.faults import fault_point
 from sqlext.io.fs import join
+from sqlext.io.records import RecordFormat
 
 log = logging.getLogger("sqlext.commit")
 
@@ -38,6 +39,9 @@ log = logging.getLogger("sqlext.commit")
 DONE_SUFFIX = ".done"
 #: Where the report policy remembers, per partition, the id of the partition's first reported commit.
 REPORTED_DIR = "_sqlext/reported"
+#: Version 1: ``id``, the first reported commit of the partition (markers written before versions were
+#: recorded have no version).
+REPORTED_FORMAT = RecordFormat("reported-commit marker", 1)
 #: Backoff between report attempts: doubling from the first, at most the last.
 FIRST_BACKOFF_S = 0.1
 MAX_BACKOFF_S = 2.0
@@ -163,13 +167,13 @@ class HttpReportPolicy(PartitionCommitPolicy):
 
     def _first_id(self, context: PartitionCommitContext) -> str | None:
         try:
-            return str(context.fs.read_json(self._marker(context))["id"])
+            return str(REPORTED_FORMAT.read(context.fs, self._marker(context))["id"])
         except FileNotFoundError:
             return None
 
     def _remember_first(self, context: PartitionCommitContext, commit_id: str) -> None:
         if self._first_id(context) is None:
-            context.fs.write_json(self._marker(context), {"id": commit_id})
+            REPORTED_FORMAT.write(context.fs, self._marker(context), {"id": commit_id})
 
     def _post(self, document: dict[str, Any], context: PartitionCommitContext) -> None:
         body = json.dumps(document, sort_keys=True).encode()

@@ -100,7 +100,7 @@ class PartitionCommitter:
     def _restore_trigger(self) -> PartitionCommitTrigger:
         state = TriggerState()
         if self.state_fs.exists(self.state_uri):
-            state = TriggerState.from_json(self.state_fs.read_json(self.state_uri))
+            state = TriggerState.from_json(self.state_fs.read_json(self.state_uri), self.state_uri)
         return create_trigger(
             self.settings.trigger,
             self.settings.delay,

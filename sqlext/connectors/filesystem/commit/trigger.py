@@ -29,7 +29,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor
+from sqlext.io.records import RecordFormat
 from sqlext.options import parse_zone_id
+
+#: Version 1: as below (the first trigger state sqlext wrote already said so).
+STATE_FORMAT = RecordFormat("trigger state", 1)
 
 
 @dataclass
@@ -55,19 +59,22 @@ class TriggerState:
     last_batch: int | None = -1
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": 1,
-            "last_data_ms": self.last_data_ms,
-            "max_event_ms": self.max_event_ms,
-            "last_batch": self.last_batch,
-            "pending": [
-                {"path": p.path, "values": p.values, "first_seen_ms": p.first_seen_ms}
-                for p in sorted(self.pending.values(), key=lambda p: p.path)
-            ],
-        }
+        return STATE_FORMAT.stamp(
+            {
+                "last_data_ms": self.last_data_ms,
+                "max_event_ms": self.max_event_ms,
+                "last_batch": self.last_batch,
+                "pending": [
+                    {"path": p.path, "values": p.values, "first_seen_ms": p.first_seen_ms}
+                    for p in sorted(self.pending.values(), key=lambda p: p.path)
+                ],
+            }
+        )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TriggerState:
+    def from_json(cls, data: dict[str, Any], where: str = "trigger state") -> TriggerState:
+        """The state in ``data`` (read from ``where``), refusing a format newer than this release reads."""
+        data = STATE_FORMAT.checked(data, where)
         pending = {
             entry["path"]: PendingPartition(entry["path"], list(entry["values"]), int(entry["first_seen_ms"]))
             for entry in data.get("pending", [])

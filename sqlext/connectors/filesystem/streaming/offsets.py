@@ -14,10 +14,16 @@ from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.streaming.partitions import PartitionSnapshot, is_switched
 from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings
 from sqlext.errors import OptionError
+from sqlext.io.records import RecordFormat
 
 log = logging.getLogger("sqlext.streaming_source")
 
 OFFSET_VERSION = 1
+#: Version 1: as built by :func:`next_offset` (offsets always said so, under ``v``). Spark keeps them in the
+#: query checkpoint's ``offsets/`` and hands them back to the source, which refuses a newer one.
+OFFSET_FORMAT = RecordFormat("committed-partitions source offset", OFFSET_VERSION, key="v")
+#: Where an offset handed back by Spark comes from, for errors.
+_OFFSET_WHERE = "the query checkpoint's offsets/ (the committed-partitions source's offset)"
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ def next_offset(
     ``merged_of`` says, for a partition, which files compaction merged into which (file names); a merged file
     whose every source was read is taken as read. A partition whose location is a compaction's work dir
     (``sqlext compact`` switching its files) is left for a later poll."""
+    OFFSET_FORMAT.version_of(start, _OFFSET_WHERE)
     _check_order(start, settings)
     key: Any = start["key"]  # all of one type: the order's (checked above)
     seen = set(start.get("seen", []))
@@ -204,6 +211,7 @@ def initial_offset(settings: StreamingSourceSettings) -> dict[str, Any]:
 
 def files_to_read(end: Mapping[str, Any]) -> list[FileToRead]:
     """The files of the micro-batch that ends at ``end``, in order."""
+    OFFSET_FORMAT.version_of(end, _OFFSET_WHERE)
     return [
         FileToRead(_child(entry["loc"], name), entry["p"], tuple(entry["values"]))
         for entry in end.get("batch", [])
