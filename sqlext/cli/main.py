@@ -50,6 +50,8 @@ def _metastore_settings(args: argparse.Namespace) -> MetastoreSettings:
         host=args.host or base.host,
         insecure_no_auth=getattr(args, "insecure_no_auth", False),
         version=versions.release(args.version).version if args.version else base.version,
+        kerberos_principal=args.kerberos_principal or base.kerberos_principal,
+        kerberos_keytab=Path(args.kerberos_keytab) if args.kerberos_keytab else base.kerberos_keytab,
     )
 
 
@@ -306,6 +308,13 @@ def _add_metastore_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--hadoop-conf-dir", help="Hadoop conf dir (core-site.xml, hdfs-site.xml); default $HADOOP_CONF_DIR"
+    )
+    parser.add_argument(
+        "--kerberos-principal",
+        help="Kerberos: the metastore's principal, e.g. hive/_HOST@REALM (hive.metastore.kerberos.principal)",
+    )
+    parser.add_argument(
+        "--kerberos-keytab", help="Kerberos: the metastore's keytab (hive.metastore.kerberos.keytab.file)"
     )
 
 
