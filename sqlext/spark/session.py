@@ -33,6 +33,7 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
 from sqlext.spark import class_sharing
+from sqlext.spark import kerberos as spark_kerberos
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
 from sqlext.table import DEFAULT_DATABASE, TableIdentifier
@@ -75,6 +76,7 @@ def spark_session(
         class_sharing.unusable(shared)
         SparkContext._ensure_initialized(conf=launch)
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
+    conf.update(spark_kerberos.secure({**SqlextConfig.load(conf).values, **conf}, SparkContext._jvm))
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
     uri = resolve_metastore_uri(config)
@@ -96,7 +98,9 @@ class SqlextSession:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self.config = SqlextConfig.load(dict(spark.sparkContext.getConf().getAll()))
+        spark_conf = dict(spark.sparkContext.getConf().getAll())
+        self.config = SqlextConfig.load(spark_conf)
+        spark_kerberos.configure({**self.config.values, **spark_conf})
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 

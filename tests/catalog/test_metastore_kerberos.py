@@ -3,7 +3,11 @@ or the ticket cache; a client without a ticket, or without SASL, is refused with
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -15,6 +19,7 @@ from sqlext.catalog.metastore.kerberos import KerberosError, MetastoreAuth
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.errors import MetastoreUnavailableError
 from tests.support.kdc import Kdc
+from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port
 
 pytestmark = [pytest.mark.hms, pytest.mark.kerberos]
@@ -121,3 +126,65 @@ def test_a_client_without_sasl_is_refused_and_told_to_enable_it(kerberized: Meta
         client.get_all_databases()
 
     assert kerberos.SASL_ENABLED in str(raised.value)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sql(input_dir: Path, sink: Path) -> str:
+    return f"""
+CREATE DATABASE IF NOT EXISTS kdb;
+CREATE TABLE IF NOT EXISTS kdb.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3))
+WITH ('connector' = 'filesystem', 'path' = '{input_dir.as_uri()}', 'format' = 'parquet');
+CREATE TABLE IF NOT EXISTS kdb.events (id BIGINT, ts TIMESTAMP(3), dt STRING, hr STRING)
+PARTITIONED BY (dt, hr)
+WITH ('connector' = 'filesystem', 'path' = '{sink.as_uri()}', 'format' = 'parquet',
+      'sink.partition-commit.policy.kind' = 'metastore,success-file');
+INSERT INTO kdb.events SELECT id, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM kdb.src;
+"""
+
+
+def kerberos_conf(metastore_uri: str, principal: str, keytab: Path) -> list[str]:
+    """``sqlext run`` flags for a kerberized metastore with a keytab login."""
+    conf = {
+        "spark.sqlext.metastore.uris": metastore_uri,
+        kerberos.SASL_ENABLED: "true",
+        kerberos.SERVER_PRINCIPAL: SERVICE,
+        kerberos.CLIENT_PRINCIPAL: principal,
+        kerberos.CLIENT_KEYTAB: str(keytab),
+    }
+    return [flag for key, value in conf.items() for flag in ("--conf", f"{key}={value}")]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_an_insert_commits_partitions_to_a_kerberized_metastore_with_a_keytab(
+    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+) -> None:
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=10)
+    job = tmp_path / "job.sql"
+    job.write_text(_sql(tmp_path / "input", tmp_path / "events"))
+    principal, keytab = kdc.principal("etl")
+    # No ticket cache: the keytab is the only login, for sqlext's client and for Spark's Hive client
+    # (CREATE DATABASE and the source's CREATE TABLE metadata are Spark's calls).
+    env = {
+        **os.environ,
+        "SQLEXT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(REPO),
+        "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "sqlext.cli", "run", str(job), *kerberos_conf(kerberized.uri, principal, keytab)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    with MetastoreClient(kerberized.uri, auth=_user(kdc)) as client:
+        assert sorted(client.get_partition_names("kdb", "events")) == [
+            f"dt=2026-11-22/hr={hour:02d}" for hour in range(3)
+        ]
+        assert "kdb" in client.get_all_databases()
+    assert all((tmp_path / "events" / "dt=2026-11-22" / f"hr={h:02d}" / "_SUCCESS").is_file() for h in range(3))
