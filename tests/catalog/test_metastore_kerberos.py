@@ -188,3 +188,76 @@ def test_an_insert_commits_partitions_to_a_kerberized_metastore_with_a_keytab(
         ]
         assert "kdb" in client.get_all_databases()
     assert all((tmp_path / "events" / "dt=2026-11-22" / f"hr={h:02d}" / "_SUCCESS").is_file() for h in range(3))
+
+
+def _refusal(uri: str, auth: MetastoreAuth) -> str:
+    with pytest.raises(KerberosError) as raised, MetastoreClient(uri, RetryPolicy(deadline_s=5.0), auth) as client:
+        client.get_all_databases()
+    message = str(raised.value)
+    assert "TTransportException" not in message and "Traceback" not in message
+    return message
+
+
+def test_a_metastore_principal_the_kdc_does_not_know_names_the_setting(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+    # _HOST becomes "localhost": hive/localhost is no principal of the realm.
+    message = _refusal(kerberized.uri.replace("127.0.0.1", "localhost"), _user(kdc))
+
+    assert "hive/localhost@SQLEXT.TEST" in message
+    assert "the server principal is not known to the KDC" in message
+    assert f"set {kerberos.SERVER_PRINCIPAL}" in message
+
+
+def test_the_principal_of_another_service_is_refused_by_the_metastore(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+    other, _ = kdc.principal("spark/127.0.0.1")
+    user = _user(kdc)
+    auth = MetastoreAuth(True, other, user.client_principal, user.client_keytab)
+
+    message = _refusal(kerberized.uri, auth)
+
+    assert "the metastore at 127.0.0.1 refused the SASL GSSAPI login" in message
+    assert "GSS initiate failed" in message
+    assert kerberos.SERVER_PRINCIPAL in message and "hive.metastore.kerberos.principal" in message
+
+
+def test_a_keytab_without_the_principals_key_says_so(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+    _, alice_keytab = kdc.principal("alice")
+    frank, _ = kdc.principal("frank")
+
+    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, frank, str(alice_keytab)))
+
+    assert f"the keytab holds no key for {frank}" in message
+    assert f"klist -kt {alice_keytab}" in message and "spark.kerberos.principal" in message
+
+
+def test_an_outdated_keytab_is_named_after_the_key_was_rotated(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+    principal, keytab = kdc.principal("rotated")
+    kdc.kadmin(f"cpw -randkey {principal}")  # the keytab still holds the old key
+
+    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
+
+    assert "the keytab is outdated" in message
+    assert "make a new keytab" in message and "spark.kerberos.keytab" in message
+
+
+def test_an_expired_principal_is_named(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+    principal, keytab = kdc.principal("expired")
+    kdc.kadmin(f'modprinc -expire "2020-01-01" {principal}')
+
+    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
+
+    assert f"principal {principal} with keytab {keytab}" in message
+    assert "the client principal has expired in the KDC's database" in message
+
+
+def test_clock_skew_is_named_with_what_to_do() -> None:
+    """The KDC answers a request from a clock more than 5 minutes off with KRB5KRB_AP_ERR_SKEW; this machine's
+    clock cannot be moved in a test, so the error is GSSAPI's with that minor code."""
+    import gssapi
+
+    error = gssapi.raw.misc.GSSError(851968, -1765328347 + 2**32)  # GSS_S_FAILURE, KRB5KRB_AP_ERR_SKEW
+    auth = MetastoreAuth(True, SERVICE, "etl@SQLEXT.TEST", "/etc/etl.keytab")
+
+    message = kerberos.explain(error, auth, "log in")
+
+    assert "clock skew: this machine's clock and the KDC's differ by more than 5 minutes" in message
+    assert "NTP" in message

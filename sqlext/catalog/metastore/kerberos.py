@@ -19,6 +19,7 @@ Every GSSAPI failure is raised as :class:`KerberosError` naming what failed and 
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import threading
@@ -119,6 +120,7 @@ class _Logins:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._credentials: dict[tuple[str | None, str | None], Any] = {}
+        self._serial = itertools.count()
 
     def credentials(self, auth: MetastoreAuth) -> Any:
         """The keytab login's credentials (made once), or the ticket cache's as it is now (a user's kinit
@@ -134,7 +136,8 @@ class _Logins:
                     name = gssapi.Name(auth.client_principal, gssapi.NameType.kerberos_principal)
                     store: dict[bytes | str, bytes | str] = {
                         "client_keytab": auth.client_keytab,
-                        "ccache": f"MEMORY:sqlext-{os.getpid()}-{len(self._credentials)}",
+                        # A cache of its own for each login made (a forgotten one's name is never reused).
+                        "ccache": f"MEMORY:sqlext-{os.getpid()}-{next(self._serial)}",
                     }
                     self._credentials[key] = gssapi.Credentials(name=name, usage="initiate", store=store)
             except gssapi.exceptions.GSSError as exc:
@@ -285,30 +288,42 @@ def _missing(package: str) -> KerberosError:
     )
 
 
-#: GSSAPI minor codes (MIT krb5 error table) and what to do about each.
+_OUTDATED_KEYTAB = (
+    "the keytab's key does not match the KDC's (the password was changed or the key rotated: the keytab is "
+    "outdated): make a new keytab (kadmin ktadd, ipa-getkeytab, ktpass) and point spark.kerberos.keytab at it"
+)
+#: GSSAPI minor codes (MIT krb5's error table, as signed 32-bit numbers) and what to do about each.
 _MINOR_HINTS: dict[int, str] = {
+    # KRB5KRB_AP_ERR_SKEW
     -1765328347: "clock skew: this machine's clock and the KDC's differ by more than 5 minutes; sync the clock "
     "(NTP/chrony), or raise clockskew in krb5.conf",
+    # KRB5KRB_AP_ERR_TKT_EXPIRED
     -1765328352: "the ticket has expired; " + _LOGIN_HINT,
+    # KRB5KDC_ERR_S_PRINCIPAL_UNKNOWN
     -1765328377: "the server principal is not known to the KDC: set " + SERVER_PRINCIPAL + " to the metastore's "
     "principal (as in its hive.metastore.kerberos.principal, e.g. hive/_HOST@REALM with _HOST its host name)",
+    # KRB5KDC_ERR_C_PRINCIPAL_UNKNOWN
     -1765328378: "the client principal is not known to the KDC: check spark.kerberos.principal",
+    # KRB5KDC_ERR_NAME_EXP
     -1765328383: "the client principal has expired in the KDC's database: ask the realm's admin to renew it",
-    -1765328384: "the client principal's password has expired: ask the realm's admin, then make a new keytab",
-    -1765328360: "the keytab's key does not match the KDC's (password changed or key rotated: the keytab is "
-    "outdated): make a new keytab (kadmin ktadd / ktpass) and point spark.kerberos.keytab at it",
-    -1765328340: "the keytab's key version is not the KDC's (the keytab is outdated): make a new keytab",
+    # KRB5KDC_ERR_KEY_EXP
+    -1765328361: "the client principal's password has expired: ask the realm's admin, then make a new keytab",
+    # KRB5KDC_ERR_PREAUTH_FAILED, KRB5KRB_AP_ERR_BAD_INTEGRITY, KRB5KRB_AP_ERR_BADKEYVER
+    -1765328360: _OUTDATED_KEYTAB,
+    -1765328353: _OUTDATED_KEYTAB,
+    -1765328340: _OUTDATED_KEYTAB,
+    # KRB5_KDC_UNREACH
     -1765328228: "the KDC for the realm cannot be reached: check the realm's kdc in krb5.conf (KRB5_CONFIG)",
-    -1765328243: "the realm is unknown: check default_realm and [realms] in krb5.conf (KRB5_CONFIG)",
-    -1765328203: "the keytab holds no key for that principal: check spark.kerberos.principal and spark.kerberos.keytab",
+    # KRB5_REALM_UNKNOWN
+    -1765328230: "the realm is unknown: check default_realm and [realms] in krb5.conf (KRB5_CONFIG)",
 }
 
 
 def explain(exc: Exception, auth: MetastoreAuth, doing: str, service: str | None = None) -> str:
     """A message naming what failed, why in a user's words, and what to set."""
-    import gssapi
-
     minor = getattr(exc, "min_code", None)
+    if isinstance(minor, int) and minor >= 2**31:
+        minor -= 2**32  # python-gssapi gives the OM_uint32 as it is; krb5's codes are negative
     who = (
         f"principal {auth.client_principal} with keytab {auth.client_keytab}"
         if auth.client_keytab
@@ -316,8 +331,13 @@ def explain(exc: Exception, auth: MetastoreAuth, doing: str, service: str | None
     )
     detail = _gss_text(exc)
     hint = _MINOR_HINTS.get(minor) if isinstance(minor, int) else None
-    if hint is None and isinstance(exc, gssapi.exceptions.GSSError) and _no_credentials(detail):
-        hint = "there is no Kerberos ticket: " + _LOGIN_HINT
+    if hint is None and _no_credentials(detail):
+        hint = (
+            f"the keytab holds no key for {auth.client_principal} (klist -kt {auth.client_keytab} lists those it "
+            "holds): check spark.kerberos.principal and spark.kerberos.keytab"
+            if auth.client_keytab
+            else "there is no Kerberos ticket: " + _LOGIN_HINT
+        )
     hint = hint or "check the Kerberos settings: " + _LOGIN_HINT + f", and {SERVER_PRINCIPAL}"
     target = f" {service}" if service else ""
     return f"Kerberos: could not {doing}{target} as {who}: {hint} (GSSAPI said: {detail})."
