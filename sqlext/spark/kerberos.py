@@ -20,6 +20,8 @@ from typing import Any
 from sqlext.catalog.metastore import kerberos
 from sqlext.catalog.metastore.kerberos import MetastoreAuth
 
+HADOOP_PREFIX = "spark.hadoop."
+
 
 def configure(conf: Mapping[str, str]) -> MetastoreAuth:
     """Make the conf's metastore authentication this process's (sqlext's own client)."""
@@ -50,6 +52,9 @@ def secure(conf: Mapping[str, str], jvm: Any) -> dict[str, str]:
     if krb5_conf and not system.getProperty("java.security.krb5.conf"):
         system.setProperty("java.security.krb5.conf", krb5_conf)
     hadoop = jvm.org.apache.hadoop.conf.Configuration()
+    for key, value in conf.items():
+        if key.startswith(HADOOP_PREFIX):  # e.g. hadoop.kerberos.min.seconds.before.relogin
+            hadoop.set(key[len(HADOOP_PREFIX) :], value)
     hadoop.set("hadoop.security.authentication", "kerberos")
     login = jvm.org.apache.hadoop.security.UserGroupInformation
     login.setConfiguration(hadoop)

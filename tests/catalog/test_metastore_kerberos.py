@@ -4,8 +4,10 @@ or the ticket cache; a client without a ticket, or without SASL, is refused with
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -20,7 +22,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.errors import MetastoreUnavailableError
 from tests.support.kdc import Kdc
 from tests.support.streams import write_hourly_events
-from tests.support.waiting import free_port
+from tests.support.waiting import free_port, wait_for
 
 pytestmark = [pytest.mark.hms, pytest.mark.kerberos]
 
@@ -261,3 +263,78 @@ def test_clock_skew_is_named_with_what_to_do() -> None:
 
     assert "clock skew: this machine's clock and the KDC's differ by more than 5 minutes" in message
     assert "NTP" in message
+
+
+#: The streaming test's tickets: a few lifetimes pass while its insert runs.
+SHORT_LIFE_S = 90
+#: Seconds between the streaming test's input files.
+PACE_S = 30
+
+
+def _partition_names(hms: MetastoreClient) -> list[str]:
+    if hms.get_table("kstream", "events") is None:  # not created yet by the run
+        return []
+    return sorted(hms.get_partition_names("kstream", "events"))
+
+
+def _as_requests(kdc: Kdc, principal: str) -> int:
+    """Initial tickets (TGTs) the KDC issued to ``principal``: each login and each re-login is one."""
+    return sum(1 for line in kdc.log_file.read_text().splitlines() if "AS_REQ" in line and f" {principal} for" in line)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_streaming_insert_keeps_committing_over_several_ticket_lifetimes(
+    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+) -> None:
+    principal, keytab = kdc.principal("streamer", max_life=f"{SHORT_LIFE_S} seconds")
+    input_dir, sink = tmp_path / "input", tmp_path / "events"
+    next_id = write_hourly_events(input_dir, datetime(2026, 11, 22), hours=1, rows_per_hour=10)
+    job = tmp_path / "stream.sql"
+    job.write_text(
+        _sql(input_dir, sink)
+        .replace("'format' = 'parquet');", "'format' = 'parquet', 'source.monitor-interval' = '1 s');", 1)
+        .replace("kdb.", "kstream.")
+        .replace("DATABASE IF NOT EXISTS kdb", "DATABASE IF NOT EXISTS kstream")
+    )
+    env = {
+        **os.environ,
+        "SQLEXT_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(REPO),
+        "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+    }
+    flags = kerberos_conf(kerberized.uri, principal, keytab)
+    # Hadoop re-logs in at 80% of a ticket's life, but not within a minute of the last login unless told.
+    flags += ["--conf", "spark.hadoop.hadoop.kerberos.min.seconds.before.relogin=5"]
+    log_file = tmp_path / "run.log"
+    began = time.monotonic()
+    with log_file.open("w") as err, MetastoreClient(kerberized.uri, auth=_user(kdc)) as hms:
+        run = subprocess.Popen([sys.executable, "-m", "sqlext.cli", "run", str(job), *flags], env=env, stderr=err)
+        try:
+            hours = 0
+            committed_at: list[float] = []
+            while time.monotonic() - began < 3.5 * SHORT_LIFE_S or hours < 4:
+                expected = [f"dt=2026-11-22/hr={h:02d}" for h in range(hours + 1)]
+                try:
+                    wait_for(
+                        lambda names=expected: _partition_names(hms) == names or run.poll() is not None,
+                        240,
+                        what=f"partition hr={hours:02d}",
+                    )
+                except AssertionError as timed_out:
+                    raise AssertionError(f"{timed_out}; the run's log:\n{log_file.read_text()[-6000:]}") from None
+                assert run.poll() is None, f"the insert stopped:\n{log_file.read_text()[-6000:]}"
+                committed_at.append(time.monotonic() - began)
+                hours += 1
+                next_id = write_hourly_events(
+                    input_dir, datetime(2026, 11, 22, hours), hours=1, rows_per_hour=10, first_id=next_id
+                )
+                # The test is about time passing: the next hour comes every PACE_S, whatever the commits' speed.
+                next_at = began + hours * PACE_S
+                wait_for(lambda at=next_at: time.monotonic() >= at, PACE_S + 5, what="the next hour's time")
+        finally:
+            run.send_signal(signal.SIGTERM)
+            run.wait(timeout=120)
+
+    assert committed_at[-1] > 3 * SHORT_LIFE_S, committed_at
+    assert _as_requests(kdc, principal) >= 3, kdc.log_file.read_text()[-3000:]

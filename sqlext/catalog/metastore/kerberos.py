@@ -9,9 +9,10 @@ python-gssapi (the ``kerberos`` extra).
 
 With a keytab, tickets are never renewed by hand: the credentials are acquired from the keytab into a memory
 cache of this process (``client_keytab``), and MIT's GSSAPI gets a new ticket from the keytab once half of the
-current one's lifetime has passed, on the next connection made. A connection whose context was established
-stays valid past its ticket's end (the metastore checks tickets when a connection authenticates); the client
-reconnects when it finds its connection's context expired (:meth:`GssapiSaslClient.expired`).
+current one's lifetime has passed, on the next connection made. A connection whose login the metastore accepted
+stays open past its ticket's end (Hive checks tickets when a connection authenticates): a streaming insert commits
+over one connection for as long as it runs, and each new one (a reconnect after a transport error, the parallel
+lanes of a large commit) gets its service ticket from the refreshed login.
 
 Every GSSAPI failure is raised as :class:`KerberosError` naming what failed and what to set
 (:func:`explain`), never as a GSS status or a bare ``TTransportException``.
@@ -227,15 +228,6 @@ class GssapiSaslClient:
         if self._layer == LAYER_NONE:
             return True, data
         return True, bytes(self._context.unwrap(data[4:]).message)
-
-    def expired(self) -> bool:
-        """True once the context's lifetime (its service ticket's) has passed."""
-        if self._context is None or not self._context.complete:
-            return False
-        try:
-            return bool(self._context.lifetime <= 0)
-        except self._gssapi.exceptions.GSSError:
-            return True
 
     def getError(self) -> str:
         return "SASL GSSAPI negotiation failed"
