@@ -19,6 +19,7 @@ from sqlext.catalog.metastore import kerberos, launcher
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.kerberos import KerberosError, MetastoreAuth
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.errors import MetastoreUnavailableError
 from tests.support.kdc import Kdc
 from tests.support.streams import write_hourly_events
@@ -338,3 +339,27 @@ def test_a_streaming_insert_keeps_committing_over_several_ticket_lifetimes(
 
     assert committed_at[-1] > 3 * SHORT_LIFE_S, committed_at
     assert _as_requests(kdc, principal) >= 3, kdc.log_file.read_text()[-3000:]
+
+
+@pytest.mark.jars
+@pytest.mark.parametrize("version", [HiveVersion.V3_1, HiveVersion.V4], ids=["hive3.1", "hive4"])
+def test_a_kerberized_metastore_of_another_version_registers_partitions(
+    version: HiveVersion, kdc: Kdc, tmp_path: Path
+) -> None:
+    principal, keytab = kdc.principal("hive/127.0.0.1")
+    settings = MetastoreSettings(
+        port=free_port(), home=tmp_path / "hms", version=version, kerberos_principal=principal, kerberos_keytab=keytab
+    )
+    launcher.start(settings)
+    try:
+        with MetastoreClient(settings.uri, auth=_user(kdc)) as client:
+            client.create_database("secured", location=(tmp_path / "db").as_uri())
+            table = _table(tmp_path / "events")
+            client.create_table(table)
+            client.add_partitions("secured", "events", [_partition(table, "2026-12-01")])
+            assert client.get_partition_names("secured", "events") == ["dt=2026-12-01"]
+        retry = RetryPolicy(deadline_s=1.0)
+        with pytest.raises(MetastoreUnavailableError), MetastoreClient(settings.uri, retry, MetastoreAuth()) as plain:
+            plain.get_all_databases()
+    finally:
+        launcher.stop(settings)

@@ -48,9 +48,11 @@ class ServerKerberos:
 
     @staticmethod
     def jvm_options() -> list[str]:
-        """Java's Kerberos reads no KRB5_CONFIG: the krb5.conf MIT's tools use is handed to it."""
+        """Java's Kerberos reads no KRB5_CONFIG: the krb5.conf MIT's tools use is handed to it. Hadoop 3.1's
+        (Hive 3.1's) KerberosUtil reads the default realm from ``sun.security.krb5.Config`` by reflection."""
         conf = os.environ.get("KRB5_CONFIG")
-        return [f"-Djava.security.krb5.conf={conf}"] if conf else []
+        exports = ["--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED"]
+        return exports + ([f"-Djava.security.krb5.conf={conf}"] if conf else [])
 
     def own_auth(self) -> kerberos.MetastoreAuth:
         """A client login as the metastore itself (its keytab): how ``start`` and ``status`` ask whether it
