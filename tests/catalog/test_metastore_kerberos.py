@@ -20,7 +20,7 @@ from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.kerberos import KerberosError, MetastoreAuth
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.catalog.metastore.versions import HiveVersion
-from sqlext.errors import MetastoreUnavailableError
+from sqlext.errors import MetastoreError, MetastoreUnavailableError
 from tests.support.kdc import Kdc
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port, wait_for
@@ -363,3 +363,53 @@ def test_a_kerberized_metastore_of_another_version_registers_partitions(
             plain.get_all_databases()
     finally:
         launcher.stop(settings)
+
+
+def test_sqlext_metastore_start_with_a_principal_and_keytab_takes_kerberos_logins_only(
+    kdc: Kdc, tmp_path: Path
+) -> None:
+    principal, keytab = kdc.principal("hive/127.0.0.1")
+    port, home = free_port(), tmp_path / "hms"
+    flags = ["--port", str(port), "--home", str(home)]
+    env = {**os.environ, "SQLEXT_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+
+    def sqlext(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "sqlext.cli", "metastore", *args, *flags]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+    started = sqlext("start", "--kerberos-principal", principal, "--kerberos-keytab", str(keytab))
+    try:
+        assert started.returncode == 0, started.stderr[-3000:]
+        assert f"thrift://127.0.0.1:{port}" in started.stdout
+        site = (home / "conf" / "hive-site.xml").read_text()
+        assert "<name>hive.metastore.sasl.enabled</name><value>true</value>" in site
+        assert f"<name>hive.metastore.kerberos.principal</name><value>{principal}</value>" in site
+        assert (
+            "<name>hadoop.security.authentication</name><value>kerberos</value>"
+            in (home / "conf" / "core-site.xml").read_text()
+        )
+        status = sqlext("status", "--kerberos-principal", principal, "--kerberos-keytab", str(keytab))
+        assert status.returncode == 0 and "running at" in status.stdout, status.stdout + status.stderr
+        with MetastoreClient(f"thrift://127.0.0.1:{port}", auth=_user(kdc)) as client:
+            assert "default" in client.get_all_databases()
+        with (
+            pytest.raises(MetastoreUnavailableError),
+            MetastoreClient(f"thrift://127.0.0.1:{port}", RetryPolicy(deadline_s=1.0), MetastoreAuth()) as plain,
+        ):
+            plain.get_all_databases()
+    finally:
+        stopped = sqlext("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert not launcher.status(MetastoreSettings(port=port, home=home)).answering
+
+
+def test_a_principal_without_a_keytab_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    with pytest.raises(MetastoreError, match="needs both its principal and its keytab"):
+        MetastoreSettings(port=free_port(), home=tmp_path, kerberos_principal="hive/_HOST@R")
+    with pytest.raises(MetastoreError, match=r"keytab .*missing\.keytab does not exist"):
+        MetastoreSettings(
+            port=free_port(),
+            home=tmp_path,
+            kerberos_principal="hive/_HOST@R",
+            kerberos_keytab=tmp_path / "missing.keytab",
+        )
