@@ -180,13 +180,14 @@ class Kdc:
 @pytest.fixture(scope="session")
 def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kdc]:
     """A KDC for realm SQLEXT.TEST on a free loopback port, with KRB5_CONFIG pointing at its krb5.conf for the
-    session. Skips when MIT Kerberos is not installed (``.ci/system-deps.sh`` installs it)."""
+    session. Skips when MIT Kerberos is not installed (``.ci/system-deps.sh`` installs it), or python-gssapi."""
     missing = missing_programs()
     if missing:
         pytest.skip(
             f"MIT Kerberos is not installed (missing {', '.join(missing)}): "
             "apt-get install krb5-kdc krb5-admin-server krb5-user (.ci/system-deps.sh)"
         )
+    pytest.importorskip("gssapi", reason="python-gssapi (the kerberos extra) is not installed: pip install -e '.[dev]'")
     server = Kdc(tmp_path_factory.mktemp("kdc"), free_port())
     server.start()
     before = os.environ.get("KRB5_CONFIG")

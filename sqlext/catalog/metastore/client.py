@@ -71,7 +71,7 @@ UNAVAILABLE_HINT = (
     "Start it or make it reachable (for sqlext's embedded metastore: 'sqlext metastore status' / 'start'), "
     "check that spark.sqlext.metastore.uris names it, and set spark.sqlext.metastore.retry.deadline to "
     "wait longer for it. A metastore that closes each connection at once ('TSocket read 0 bytes') may take "
-    f"Kerberos logins only: set {kerberos.SASL_ENABLED}=true and {kerberos.SERVER_PRINCIPAL} (docs/security.md)."
+    f"Kerberos logins only: set {kerberos.SASL_ENABLED}=true and {kerberos.SERVER_PRINCIPAL} (docs/secured-cluster.md)."
 )
 
 

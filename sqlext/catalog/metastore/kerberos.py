@@ -168,7 +168,6 @@ class GssapiSaslClient:
         self.service = auth.service_principal(host)
         self._gssapi = gssapi
         self._layer = LAYER_NONE
-        self._complete = False
         self._context: Any = None
 
     def _fail(self, exc: Exception, doing: str) -> KerberosError:
@@ -215,7 +214,6 @@ class GssapiSaslClient:
             raise KerberosError(f"The metastore offers no SASL GSSAPI security layer this client knows ({offered}).")
         max_size = 0 if self._layer == LAYER_NONE else 0xFFFFFF
         answer = struct.pack(">I", (self._layer << 24) | max_size)
-        self._complete = True
         return bytes(self._context.wrap(answer, False).message)
 
     def encode(self, data: bytes) -> tuple[bool, bytes]:
