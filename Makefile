@@ -21,13 +21,14 @@ $(VENV)/.runtime: pyproject.toml
 # The rest of what the tests, linters and benchmarks need.
 install: $(VENV)/.installed
 
-$(VENV)/.installed: $(VENV)/.runtime
+$(VENV)/.installed: $(VENV)/.runtime | system-deps
 	$(PY) -m pip install -q -e ".[dev]"
 	touch $@
 
 # What the tests need from the system besides Java: PostgreSQL and its JDBC driver (for the
-# PostgreSQL-backed metastore tests) and headless Chromium (for the commit timeline page). Installed
-# with apt when we may; otherwise those tests skip.
+# PostgreSQL-backed metastore tests), headless Chromium (for the commit timeline page) and MIT Kerberos (a
+# KDC, and libkrb5-dev for python-gssapi's build: before the dev install). Installed with apt when we may;
+# otherwise those tests skip.
 system-deps:
 	@bash .ci/system-deps.sh
 

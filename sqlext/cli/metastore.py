@@ -71,6 +71,10 @@ def settings_of(args: argparse.Namespace) -> MetastoreSettings:
         changes["insecure_no_auth"] = True
     if flag("version"):
         changes["version"] = versions.release(args.version).version
+    if flag("kerberos_principal"):
+        changes["kerberos_principal"] = args.kerberos_principal
+    if flag("kerberos_keytab"):
+        changes["kerberos_keytab"] = Path(args.kerberos_keytab)
     return replace(base, **changes)
 
 
@@ -111,6 +115,14 @@ def _add_location_flags(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="a spark.sqlext.metastore.* setting (over the conf file's), repeatable, "
         "e.g. spark.sqlext.metastore.classpath=/jars/*",
+    )
+    # A kerberized metastore answers only clients that log in, so status and stop need them too.
+    parser.add_argument(
+        "--kerberos-principal",
+        help="Kerberos: the metastore's principal, e.g. hive/_HOST@REALM (hive.metastore.kerberos.principal)",
+    )
+    parser.add_argument(
+        "--kerberos-keytab", help="Kerberos: the metastore's keytab (hive.metastore.kerberos.keytab.file)"
     )
 
 

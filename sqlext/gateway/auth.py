@@ -72,7 +72,7 @@ class LdapAuthenticator(Authenticator):
 
 def load_authenticator(security: GatewaySecurity, conf: Mapping[str, str]) -> Authenticator | None:
     """The authenticator ``security`` asks for (None for ``NONE``); ``conf`` goes to a custom one."""
-    if security.mode is AuthMode.NONE:
+    if security.mode in (AuthMode.NONE, AuthMode.KERBEROS):  # KERBEROS: the transport's GSSAPI negotiation
         return None
     if security.mode is AuthMode.FILE:
         assert security.users_file is not None

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sqlext.config import PREFIX
 from sqlext.errors import ConfigError, did_you_mean
+from sqlext.gateway.kerberos import GssapiAcceptor
 from sqlext.netbind import is_loopback
 from sqlext.options import parse_duration
 from sqlext.paths import default_home
@@ -32,6 +33,8 @@ CUSTOM_CLASS = GATEWAY + "authentication.class"
 LDAP_URL = GATEWAY + "authentication.ldap.url"
 LDAP_BASE_DN = GATEWAY + "authentication.ldap.base-dn"
 LDAP_USER_DN_PATTERN = GATEWAY + "authentication.ldap.user-dn-pattern"
+KERBEROS_PRINCIPAL = GATEWAY + "authentication.kerberos.principal"
+KERBEROS_KEYTAB = GATEWAY + "authentication.kerberos.keytab"
 FAILURE_DELAY = GATEWAY + "authentication.failure-delay"
 FAILURE_DELAY_MAX = GATEWAY + "authentication.failure-delay.max"
 ADMINS = GATEWAY + "admins"
@@ -44,7 +47,10 @@ SSL_KEYFILE = GATEWAY + "ssl.keyfile"
 
 #: The gateway's keys with their meaning (docs/configuration.md's table is written from this).
 KEYS: dict[str, str] = {
-    AUTHENTICATION: "How logins are checked: NONE (default: no password), FILE, LDAP or CUSTOM.",
+    AUTHENTICATION: "How logins are checked: NONE (default: no password), FILE, LDAP, KERBEROS or CUSTOM.",
+    KERBEROS_PRINCIPAL: "KERBEROS: the gateway's principal, e.g. hive/_HOST@REALM "
+    "(hive.server2.authentication.kerberos.principal).",
+    KERBEROS_KEYTAB: "KERBEROS: the gateway's keytab (hive.server2.authentication.kerberos.keytab).",
     USERS_FILE: "FILE: the users file (default $SQLEXT_HOME/gateway/users); `sqlext gateway passwd` writes it.",
     CUSTOM_CLASS: "CUSTOM: class path of a sqlext.gateway.authenticator.Authenticator subclass.",
     LDAP_URL: "LDAP: server URL, ldap://host:389 or ldaps://host:636 (needs the ldap3 package).",
@@ -66,6 +72,7 @@ class AuthMode(StrEnum):
     NONE = "NONE"
     FILE = "FILE"
     LDAP = "LDAP"
+    KERBEROS = "KERBEROS"
     CUSTOM = "CUSTOM"
 
 
@@ -100,6 +107,8 @@ class GatewaySecurity:
     insecure_no_auth: bool = False
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
+    kerberos_principal: str | None = None
+    kerberos_keytab: Path | None = None
 
     @classmethod
     def of(cls, values: Mapping[str, str]) -> GatewaySecurity:
@@ -131,11 +140,26 @@ class GatewaySecurity:
             insecure_no_auth=_flag(values, INSECURE_NO_AUTH),
             ssl_certfile=Path(certfile).expanduser() if certfile else None,
             ssl_keyfile=Path(keyfile).expanduser() if keyfile else None,
+            kerberos_principal=values.get(KERBEROS_PRINCIPAL) or None,
+            kerberos_keytab=Path(values[KERBEROS_KEYTAB]).expanduser() if values.get(KERBEROS_KEYTAB) else None,
         )
         security._check_mode_settings()
         return security
 
+    def kerberos_acceptor(self) -> GssapiAcceptor | None:
+        """The gateway's Kerberos identity under ``KERBEROS`` authentication (checked), else None."""
+        if self.mode is not AuthMode.KERBEROS:
+            return None
+        assert self.kerberos_principal is not None and self.kerberos_keytab is not None
+        acceptor = GssapiAcceptor(self.kerberos_principal, self.kerberos_keytab)
+        acceptor.check(KERBEROS_PRINCIPAL, KERBEROS_KEYTAB)
+        return acceptor
+
     def _check_mode_settings(self) -> None:
+        if self.mode is AuthMode.KERBEROS:
+            for key, value in ((KERBEROS_PRINCIPAL, self.kerberos_principal), (KERBEROS_KEYTAB, self.kerberos_keytab)):
+                if value is None:
+                    raise ConfigError(f"Authentication KERBEROS needs '{key}'.", option=key)
         if self.mode is AuthMode.CUSTOM and not self.custom_class:
             raise ConfigError(f"Authentication CUSTOM needs '{CUSTOM_CLASS}'.", option=CUSTOM_CLASS)
         if self.mode is AuthMode.LDAP:
@@ -186,8 +210,8 @@ class GatewaySecurity:
         raise ConfigError(
             f"Refusing to listen on {host} without authentication: anyone who reaches the port could run "
             "any SQL there (read and write files, create and drop tables, stop jobs) under any user name. "
-            f"Set '{AUTHENTICATION}' to FILE, LDAP or CUSTOM (see docs/gateway.md, 'HiveServer2 gateway'), or, on a "
-            f"network you trust, pass --insecure-no-auth ('{INSECURE_NO_AUTH}=true').",
+            f"Set '{AUTHENTICATION}' to FILE, LDAP, KERBEROS or CUSTOM (see docs/gateway.md, 'HiveServer2 gateway'), "
+            f"or, on a network you trust, pass --insecure-no-auth ('{INSECURE_NO_AUTH}=true').",
             option=AUTHENTICATION,
             value=self.mode.value,
         )

@@ -24,6 +24,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport.TTransport import TTransportException
 
 from sqlext.gateway.auth import LoginGuard
+from sqlext.gateway.kerberos import GssapiAcceptor
 from sqlext.gateway.security import GatewaySecurity
 from sqlext.gateway.service import GatewayService
 from sqlext.gateway.sessions import Gateway
@@ -47,9 +48,11 @@ class GatewayServer:
         port: int,
         guard: LoginGuard | None = None,
         tls: ssl.SSLContext | None = None,
+        kerberos: GssapiAcceptor | None = None,
     ) -> None:
         self.gateway = gateway
         self.guard = guard
+        self.kerberos = kerberos
         self.tls = tls
         self._listener = socket.create_server((host, port), backlog=128)
         self._listener.settimeout(ACCEPT_POLL_S)
@@ -94,10 +97,11 @@ class GatewayServer:
         try:
             connection = self._secure(connection, address)
             login = functools.partial(self.guard.check, address) if self.guard is not None else None
-            transport, user = server_transport(connection, login)
+            transport, user = server_transport(connection, login, self.kerberos)
             connection.settimeout(None)
             protocol = TBinaryProtocol.TBinaryProtocol(transport)
-            service = GatewayService(self.gateway, user, authenticated=self.guard is not None)
+            authenticated = self.guard is not None or self.kerberos is not None
+            service = GatewayService(self.gateway, user, authenticated=authenticated)
             processor = TCLIService.Processor(service)
             while not self._stopping.is_set():
                 processor.process(protocol, protocol)
@@ -154,7 +158,7 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf), keep_metastore=True)
     spark.sparkContext.setLogLevel("WARN")
     gateway = Gateway(spark, admins=security.admins, authorization=authorization)
-    server = GatewayServer(gateway, host, port, guard, tls)
+    server = GatewayServer(gateway, host, port, guard, tls, security.kerberos_acceptor())
     log.info(
         "authentication %s%s, authorization %s, TLS %s",
         security.mode,

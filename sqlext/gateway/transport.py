@@ -1,4 +1,5 @@
-"""The server side of the transports HiveServer2 clients speak: SASL PLAIN framing, or none (NOSASL).
+"""The server side of the transports HiveServer2 clients speak: SASL PLAIN framing (or, with ``KERBEROS``
+authentication, SASL GSSAPI: :mod:`sqlext.gateway.kerberos`), or none (NOSASL).
 
 PyHive with ``auth='NONE'`` and beeline (any URL without ``auth=noSasl``) open with a SASL negotiation
 even when nothing is checked: every negotiation message is a status byte, a 4-byte big-endian length
@@ -35,11 +36,14 @@ from thrift.Thrift import TApplicationException, TMessageType
 from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
+from sqlext.gateway.kerberos import GssapiAcceptor, KerberosLoginRefused
+
 #: Largest negotiation payload accepted from a client that has not authenticated yet.
 MAX_NEGOTIATION_BYTES = 64 * 1024
 #: Largest frame accepted after the negotiation (thrift's own default).
 MAX_FRAME_BYTES = TTransport.DEFAULT_MAX_FRAME_SIZE
 PLAIN = b"PLAIN"
+GSSAPI = b"GSSAPI"
 _HEADER = struct.Struct(">BI")
 _LENGTH = struct.Struct(">i")
 #: What NOSASL clients are told when logins need a password.
@@ -70,9 +74,15 @@ class SaslStatus(IntEnum):
 class SaslPlainServerTransport(TTransport.TTransportBase):
     """A server transport that negotiates SASL PLAIN, then reads and writes length-prefixed frames."""
 
-    def __init__(self, transport: TTransport.TTransportBase, login: LoginCheck | None = None) -> None:
+    def __init__(
+        self,
+        transport: TTransport.TTransportBase,
+        login: LoginCheck | None = None,
+        kerberos: GssapiAcceptor | None = None,
+    ) -> None:
         self.transport = transport
         self.login = login
+        self.kerberos = kerberos
         self.username: str | None = None
         self._read_buffer = BytesIO(b"")
         self._write_buffer = BytesIO()
@@ -82,11 +92,17 @@ class SaslPlainServerTransport(TTransport.TTransportBase):
         status, mechanism = self._receive()
         if status is not SaslStatus.START:
             self._refuse(SaslStatus.ERROR, f"Expected the SASL START message, got status {status.name}")
-        if mechanism != PLAIN:
+        wanted = GSSAPI if self.kerberos is not None else PLAIN
+        if mechanism != wanted:
             self._refuse(
-                SaslStatus.BAD, f"Unsupported SASL mechanism '{mechanism.decode(errors='replace')}': use PLAIN"
+                SaslStatus.BAD,
+                f"Unsupported SASL mechanism '{mechanism.decode(errors='replace')}': use {wanted.decode()}"
+                + (" (Kerberos: beeline ;principal=..., PyHive auth='KERBEROS')" if wanted == GSSAPI else ""),
             )
         status, response = self._receive()
+        if self.kerberos is not None:
+            self._negotiate_gssapi(status, response)
+            return
         if status not in (SaslStatus.OK, SaslStatus.COMPLETE):
             self._refuse(SaslStatus.ERROR, f"Expected the PLAIN response, got status {status.name}")
         parts = response.split(b"\0")
@@ -99,6 +115,23 @@ class SaslPlainServerTransport(TTransport.TTransportBase):
             except LoginRefused as refused:
                 self._refuse(SaslStatus.BAD, str(refused))
         self.username = username
+        self._send(SaslStatus.COMPLETE, b"")
+
+    def _negotiate_gssapi(self, status: SaslStatus, token: bytes) -> None:
+        assert self.kerberos is not None
+        if status not in (SaslStatus.OK, SaslStatus.COMPLETE):
+            self._refuse(SaslStatus.ERROR, f"Expected the GSSAPI token, got status {status.name}")
+
+        def receive() -> bytes:
+            got, payload = self._receive()
+            if got not in (SaslStatus.OK, SaslStatus.COMPLETE):
+                self._refuse(SaslStatus.ERROR, f"Expected a GSSAPI response, got status {got.name}")
+            return payload
+
+        try:
+            self.username = self.kerberos.negotiation().run(token, lambda c: self._send(SaslStatus.OK, c), receive)
+        except KerberosLoginRefused as refused:
+            self._refuse(SaslStatus.BAD, f"Kerberos login refused: {refused}")
         self._send(SaslStatus.COMPLETE, b"")
 
     def _receive(self) -> tuple[SaslStatus, bytes]:
@@ -179,20 +212,21 @@ class _Replay(TTransport.TTransportBase):
 
 
 def server_transport(
-    connection: socket.socket, login: LoginCheck | None = None
+    connection: socket.socket, login: LoginCheck | None = None, kerberos: GssapiAcceptor | None = None
 ) -> tuple[TTransport.TTransportBase, str | None]:
     """The transport an accepted (possibly TLS) connection's client speaks, opened; and the SASL user
-    name, if any. With ``login``, only SASL PLAIN clients whose login it accepts get a transport."""
+    name, if any. With ``login``, only SASL PLAIN clients whose login it accepts get a transport; with
+    ``kerberos``, only SASL GSSAPI clients with a ticket for the gateway's principal."""
     raw = TSocket.TSocket()
     raw.setHandle(connection)
     first = raw.read(1)  # raises END_OF_FILE if the client closed without a byte
     stream = _Replay(first, raw)
     if first[0] == SaslStatus.START:
-        sasl = SaslPlainServerTransport(TTransport.TBufferedTransport(stream), login)
+        sasl = SaslPlainServerTransport(TTransport.TBufferedTransport(stream), login, kerberos)
         sasl.negotiate()
         return sasl, sasl.username
     transport = TTransport.TBufferedTransport(stream)
-    if login is not None:
+    if login is not None or kerberos is not None:
         _answer_password_needed(transport)
     return transport, None
 

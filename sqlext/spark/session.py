@@ -36,6 +36,7 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
 from sqlext.spark import class_sharing
+from sqlext.spark import kerberos as spark_kerberos
 from sqlext.spark.metastore import session_metastore
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
@@ -79,7 +80,7 @@ def spark_session(
     :mod:`sqlext.spark.metastore`)."""
     import os
 
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
@@ -96,6 +97,7 @@ def spark_session(
         class_sharing.unusable(shared)
         _ensure_jvm(launch)
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
+    conf.update(spark_kerberos.secure({**SqlextConfig.load(conf).values, **conf}, SparkContext._jvm))
     master = master or conf.get("spark.master", "local[*]")
     config = SqlextConfig.load(conf)
     metastore = session_metastore(config, keep_metastore=keep_metastore)
@@ -134,7 +136,9 @@ class SqlextSession:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        self.config = SqlextConfig.load(dict(spark.sparkContext.getConf().getAll()))
+        spark_conf = dict(spark.sparkContext.getConf().getAll())
+        self.config = SqlextConfig.load(spark_conf)
+        spark_kerberos.configure({**self.config.values, **spark_conf})
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 

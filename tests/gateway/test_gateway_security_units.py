@@ -103,7 +103,9 @@ def test_sqlext_gateway_passwd_reads_the_password_from_stdin(tmp_path: Path) -> 
 
 
 def test_settings_are_checked_with_the_allowed_values() -> None:
-    with pytest.raises(ConfigError, match=re.escape("Allowed: NONE, FILE, LDAP, CUSTOM. Did you mean 'LDAP'")):
+    with pytest.raises(
+        ConfigError, match=re.escape("Allowed: NONE, FILE, LDAP, KERBEROS, CUSTOM. Did you mean 'LDAP'")
+    ):
         GatewaySecurity.of({G + "authentication": "ldapp"})
     with pytest.raises(ConfigError, match=re.escape("needs 'spark.sqlext.gateway.authentication.class'")):
         GatewaySecurity.of({G + "authentication": "custom"})

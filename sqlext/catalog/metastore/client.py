@@ -44,6 +44,7 @@ from thrift.transport import TSocket, TTransport
 from thrift.transport.TTransport import TTransportException
 
 from sqlext import listeners
+from sqlext.catalog.metastore import kerberos
 from sqlext.errors import ConfigError, MetastoreError, MetastoreUnavailableError
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,8 @@ _TRANSPORT_ERRORS = (TTransportException, OSError, EOFError, socket.timeout)
 UNAVAILABLE_HINT = (
     "Start it or make it reachable (for sqlext's embedded metastore: 'sqlext metastore status' / 'start'), "
     "check that spark.sqlext.metastore.uris names it, and set spark.sqlext.metastore.retry.deadline to "
-    "wait longer for it."
+    "wait longer for it. A metastore that closes each connection at once ('TSocket read 0 bytes') may take "
+    f"Kerberos logins only: set {kerberos.SASL_ENABLED}=true and {kerberos.SERVER_PRINCIPAL} (docs/secured-cluster.md)."
 )
 
 #: What to do when nothing listens at the metastore's URI (ends the error's message).
@@ -139,9 +141,11 @@ def parse_uris(uris: str) -> list[MetastoreAddress]:
 class MetastoreClient:
     """A retrying connection to a Hive Metastore. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, uris: str, retry: RetryPolicy | None = None) -> None:
+    def __init__(self, uris: str, retry: RetryPolicy | None = None, auth: kerberos.MetastoreAuth | None = None) -> None:
         self.addresses = parse_uris(uris)
         self.retry = retry or RetryPolicy()
+        #: SASL GSSAPI or none; by default the process's (:func:`kerberos.configure`, done by the session).
+        self.auth = auth or kerberos.current()
         self._client: Any = None
         self._next_address = 0
         #: Further connections for the chunks of batched calls (see PARALLEL_CALLS), opened when first needed.
@@ -179,7 +183,10 @@ class MetastoreClient:
         sock.setTimeout(self.retry.socket_timeout_s * 1000)
         # The C codec (thrift's fastbinary), byte for byte the pure-Python protocol's encoding: encoding 10,000
         # partitions took 0.3 s of the driver's CPU in Python, 0.025 s in C (and decoding likewise).
-        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(TTransport.TBufferedTransport(sock))
+        transport = (
+            kerberos.transport(self.auth, address.host, sock) if self.auth.sasl else TTransport.TBufferedTransport(sock)
+        )
+        protocol = TBinaryProtocol.TBinaryProtocolAccelerated(transport)
         client = hmsclient.HMSClient(iprot=protocol)
         client.open()
         return client
@@ -443,7 +450,7 @@ class MetastoreClient:
             future.result()
 
     def _open_lanes(self, count: int) -> list[MetastoreClient]:
-        self._lanes.extend(MetastoreClient(self.uri, self.retry) for _ in range(count - len(self._lanes)))
+        self._lanes.extend(MetastoreClient(self.uri, self.retry, self.auth) for _ in range(count - len(self._lanes)))
         for lane in self._lanes:
             lane.served = self.served
         return self._lanes[:count]

@@ -6,7 +6,9 @@ binds it to one address: 127.0.0.1 unless told otherwise. ``version`` 3.1 or 4 r
 of that version from jars fetched once from Maven Central, bound to the same address
 (:mod:`sqlext.catalog.metastore.versions`). Its Thrift API has no authentication (anyone
 who reaches the port may create, alter and drop every database, table and partition), so another address
-needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. Its state lives under a
+needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. Given a Kerberos principal and
+keytab it takes SASL GSSAPI logins only (:mod:`sqlext.catalog.metastore.secured`); Hive 2.3 and 3.1 are then
+Hive's own ``HiveMetaStore`` main, which listens on every interface. Its state lives under a
 home directory:
 
 - ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
@@ -42,8 +44,9 @@ from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
 from sqlext import process
-from sqlext.catalog.metastore import bound, txn_tables, versions
+from sqlext.catalog.metastore import bound, kerberos, txn_tables, versions
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.catalog.metastore.secured import ServerKerberos
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
@@ -94,6 +97,10 @@ class MetastoreSettings:
     startup_timeout_s: float = 180.0
     #: The Hive version run: 2.3 (pyspark's jars, the default), 3.1 or 4 (fetched from Maven Central).
     version: HiveVersion = HiveVersion.V2_3
+    #: Kerberos (SASL GSSAPI) with this principal and keytab: Hive's hive.metastore.kerberos.principal and
+    #: hive.metastore.kerberos.keytab.file; none: no authentication.
+    kerberos_principal: str | None = None
+    kerberos_keytab: Path | None = None
 
     @classmethod
     def from_config(cls, config: SqlextConfig) -> MetastoreSettings:
@@ -126,9 +133,20 @@ class MetastoreSettings:
             hadoop_conf_dir=Path(v[cfg.METASTORE_HADOOP_CONF_DIR]) if cfg.METASTORE_HADOOP_CONF_DIR in v else None,
             classpath=tuple(entry for entry in v.get(cfg.METASTORE_CLASSPATH, "").split(os.pathsep) if entry),
             version=version,
+            kerberos_principal=v.get(kerberos.SERVER_PRINCIPAL) if v.get(kerberos.SERVER_KEYTAB) else None,
+            kerberos_keytab=Path(v[kerberos.SERVER_KEYTAB]) if v.get(kerberos.SERVER_KEYTAB) else None,
         )
 
     def __post_init__(self) -> None:
+        if (self.kerberos_principal is None) != (self.kerberos_keytab is None):
+            raise MetastoreError(
+                "A kerberized metastore needs both its principal and its keytab: give --kerberos-principal and "
+                f"--kerberos-keytab, or set {kerberos.SERVER_PRINCIPAL} and {kerberos.SERVER_KEYTAB}.",
+                option=kerberos.SERVER_KEYTAB if self.kerberos_keytab is None else kerberos.SERVER_PRINCIPAL,
+            )
+        secured = self.server_kerberos()
+        if secured is not None:
+            secured.check()
         if not 0 < self.port < 65536:
             raise MetastoreError(f"Invalid metastore port {self.port}: expected 1-65535.", value=str(self.port))
         if self.backend is Backend.POSTGRES and not self.jdbc_url:
@@ -137,6 +155,12 @@ class MetastoreSettings:
                 "give --jdbc-url or set spark.sqlext.metastore.jdbc-url.",
                 option="jdbc-url",
             )
+
+    def server_kerberos(self) -> ServerKerberos | None:
+        """Its Kerberos settings, when kerberized."""
+        if self.kerberos_principal is None or self.kerberos_keytab is None:
+            return None
+        return ServerKerberos(self.kerberos_principal, self.kerberos_keytab)
 
     @property
     def uri(self) -> str:
@@ -234,7 +258,7 @@ def find_java() -> str:
 def status(settings: MetastoreSettings) -> MetastoreStatus:
     """Report whether a metastore answers at the settings' port and whether this home started it."""
     pid = _live_pid(settings)
-    return MetastoreStatus(settings.uri, _answers(settings.uri, timeout_s=5.0), pid, pid is not None)
+    return MetastoreStatus(settings.uri, _answers(settings, timeout_s=5.0), pid, pid is not None)
 
 
 def start(settings: MetastoreSettings) -> StartResult:
@@ -286,13 +310,16 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     release = versions.release(settings.version)
     jars_dir = release.jars_dir()
     settings.home.mkdir(parents=True, exist_ok=True)
-    _write_hive_site(settings, release.host_properties(settings.host) + _mapping(settings, release))
+    secured = settings.server_kerberos()
+    security = secured.hive_properties() if secured is not None else ()
+    _write_hive_site(settings, release.host_properties(settings.host) + _mapping(settings, release) + security)
     jdbc_url, _, driver_jar = settings.connection()
     classpath = [str(settings.conf_dir.resolve())]
     hadoop_dir = _hadoop_conf_dir(settings)
     if hadoop_dir is not None:
         classpath.append(str(hadoop_dir.resolve()))
-    if release.bound_source is not None:
+    own_main = secured is not None and release.bound_source is not None
+    if release.bound_source is not None and not own_main:
         classpath.append(str(bound.classes_dir(java, release.bound_source, jars_dir)))
     classpath.append(str(jars_dir / "*"))
     classpath.extend(settings.classpath)
@@ -312,10 +339,13 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
         f"-Dlog4j2.configurationFile={log4j.resolve().as_uri()}",
         f"-Dderby.stream.error.file={(settings.home / 'logs' / 'derby.log').resolve()}",
+        *(secured.jvm_options() if secured is not None else ()),
         "-cp",
         os.pathsep.join(classpath),
-        release.main_class,
-        *(() if release.bind_host_key else ("--host", settings.host)),
+        # Kerberized, 2.3 and 3.1 run Hive's own server (it has SASL, the bound launcher does not), which listens
+        # on every interface: each connection authenticates.
+        HIVE_MAIN_CLASS if own_main else release.main_class,
+        *(() if release.bind_host_key or own_main else ("--host", settings.host)),
         "-p",
         str(settings.port),
     ]
@@ -385,7 +415,8 @@ def _write_core_site(settings: MetastoreSettings) -> None:
     """The conf dir comes first on the classpath, so its core-site.xml is the one Hadoop reads: it holds the
     Hadoop conf dir's properties overlaid with the explicit settings (none: no file, the dir's own is read)."""
     target = settings.conf_dir / "core-site.xml"
-    if not settings.hadoop:
+    secured = settings.server_kerberos()
+    if not settings.hadoop and secured is None:
         target.unlink(missing_ok=True)
         return
     properties: dict[str, str] = {}
@@ -393,6 +424,7 @@ def _write_core_site(settings: MetastoreSettings) -> None:
     if hadoop_dir is not None and (hadoop_dir / "core-site.xml").is_file():
         properties.update(_read_properties(hadoop_dir / "core-site.xml"))
     properties.update(dict(settings.hadoop))
+    properties.update(dict(secured.hadoop_properties() if secured is not None else ()))
     lines = ['<?xml version="1.0"?>', "<configuration>"]
     for key, value in properties.items():
         lines.append(f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>")
@@ -423,7 +455,7 @@ def _wait_until_answering(settings: MetastoreSettings, pid: int) -> StartResult:
                 f"The Hive Metastore died on start (see {settings.log_file}). "
                 f"Last lines:\n{process.log_tail(settings.log_file)}"
             )
-        if _answers(settings.uri, timeout_s=2.0):
+        if _answers(settings, timeout_s=2.0):
             return StartResult(settings.uri, pid, already_running=False)
         time.sleep(0.25)
     stop(settings)
@@ -433,11 +465,13 @@ def _wait_until_answering(settings: MetastoreSettings, pid: int) -> StartResult:
     )
 
 
-def _answers(uri: str, timeout_s: float) -> bool:
-    """True when a Hive Metastore answers a Thrift call at ``uri``."""
+def _answers(settings: MetastoreSettings, timeout_s: float) -> bool:
+    """True when a Hive Metastore answers a Thrift call at the settings' URI (as itself, when kerberized)."""
     retry = RetryPolicy(deadline_s=0.0, socket_timeout_s=timeout_s)
     try:
-        with MetastoreClient(uri, retry) as client:
+        secured = settings.server_kerberos()
+        auth = secured.own_auth() if secured is not None else kerberos.MetastoreAuth()
+        with MetastoreClient(settings.uri, retry, auth) as client:
             client.get_all_databases()
     except Exception:  # refused, reset, or a Thrift peer that is not a metastore
         return False
