@@ -30,8 +30,8 @@ from sqlext.io.fs import FileSystem
 from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
 from tests.support.extension import extended_session
+from tests.support.interop import FORMATS as MATRIX_FORMATS
 from tests.support.interop import (
-    FORMATS as MATRIX_FORMATS,
     ROWS,
     assert_rows_equal,
     columns_for,
