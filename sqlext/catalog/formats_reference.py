@@ -86,7 +86,9 @@ Forms written:
   non-string column as NULL.
 - **avro**: Spark's Avro writer (`spark-avro`, see "avro and the spark-avro jar" below) with Flink's schema
   as `avroSchema`, so the files are what Flink's avro writes: a record named
-  `org.apache.flink.avro.generated.record`, nullable columns as `["null", T]` unions (default `null`),
+  `org.apache.flink.avro.generated.record` (Flink's own writer makes the whole schema `["null", record]`,
+  which Hive's AvroSerDe and Spark's Avro reader do not take; sqlext writes the record, which Flink reads, and
+  reads Flink's files resolved against it), nullable columns as `["null", T]` unions (default `null`),
   TINYINT/SMALLINT/INT as `int`, BIGINT `long`, CHAR/VARCHAR/STRING `string`, BINARY/VARBINARY/BYTES
   `bytes`, DECIMAL(p, s) `bytes` with the `decimal` logical type (not Spark's default `fixed`), DATE `int`
   `date`, TIME(p <= 3) `int` `time-millis` (sqlext's TIME text `HH:mm:ss[.fff]` converted; other text fails

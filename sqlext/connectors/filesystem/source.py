@@ -258,7 +258,9 @@ def _read_avro(
     types = form.read_schema()
     keys = [c for c in table.physical_columns if _is_partition_key(c, table)]
     schema = ", ".join([*(f"`{name}` {types[name]}" for name, _, _ in data), *(f"`{c.name}` string" for c in keys)])
-    opts = {**{k: v for k, v in reader_opts.items() if k != "compression"}, "datetimeRebaseMode": "CORRECTED"}
+    # The table's schema as Avro's reader schema: Flink's writer gives its files the schema ["null", record]
+    # (a nullable row), which Spark's Avro reader takes only resolved against a record.
+    opts = {**reader_opts, "datetimeRebaseMode": "CORRECTED", "avroSchema": form.schema_literal}
     files = reader.format("avro").schema(schema).options(**opts).load(paths)
     zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
