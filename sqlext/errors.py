@@ -97,7 +97,8 @@ class FileSystemError(SqlextError):
     """A path's filesystem cannot be reached in this process (unknown scheme, no JVM, bad mount table)."""
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """Return `` Did you mean 'x'?`` for the closest choice, or an empty string when none is close."""
+def did_you_mean(word: str, choices: Iterable[str], before: str = "") -> str:
+    """Return `` Did you mean 'x'?`` (after ``before``, such as the full stop of the sentence it follows) for
+    the closest choice, or an empty string when none is close."""
     matches = get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" Did you mean '{matches[0]}'?" if matches else ""
+    return f"{before} Did you mean '{matches[0]}'?" if matches else ""

@@ -231,7 +231,7 @@ def enum_type(*choices: str, case_sensitive: bool = False) -> OptionType[str]:
         for choice in choices:
             if text == choice or (not case_sensitive and text.lower() == choice.lower()):
                 return choice
-        raise ValueError(f"one of {', '.join(repr(c) for c in choices)}.{did_you_mean(text, choices)}")
+        raise ValueError(f"one of {', '.join(repr(c) for c in choices)}{did_you_mean(text, choices, '.')}")
 
     return OptionType("Enum", parse, form=f"one of {', '.join(choices)}")
 
@@ -271,7 +271,7 @@ class ConfigOption(Generic[T]):
             value = self.type.parse(raw)
         except ValueError as exc:
             raise OptionError(
-                f"Invalid value for option '{name}': '{raw}'. Expected {exc}.", option=name, value=raw
+                f"Invalid value for option '{name}': '{raw}'. {expected(exc)}", option=name, value=raw
             ) from None
         problem = self.check(value) if self.check else None
         if problem:
@@ -291,6 +291,13 @@ class ConfigOption(Generic[T]):
     def default_text(self) -> str:
         """The default as written in DDL, or ``(none)``."""
         return "(none)" if self.default is None else self.type.render(self.default)
+
+
+def expected(form: object) -> str:
+    """``Expected <form>.``: the sentence naming what a value must be (``form`` from a parse error), with one
+    full stop however the form ends (an enum's ends in its "Did you mean 'x'?")."""
+    text = str(form).rstrip()
+    return f"Expected {text}" if text.endswith((".", "?", "!")) else f"Expected {text}."
 
 
 def positive(value: Any) -> str | None:

@@ -9,14 +9,21 @@ makes them all at CREATE, as a table is read and written through the same declar
 - csv: ``csv.disable-quote-character`` = ``true`` together with ``csv.quote-character``;
 - json: ``json.timestamp-format.standard`` exactly ``SQL`` or ``ISO-8601`` (case-sensitive, as Flink's);
   ``json.map-null-key.mode`` one of ``FAIL``, ``DROP``, ``LITERAL`` in any case; ``json.fail-on-missing-field``
-  and ``json.ignore-parse-errors`` not both ``true``.
+  and ``json.ignore-parse-errors`` not both ``true``;
+- avro (``AvroFileFormatFactory``): ``avro.codec`` one of Avro's codec names (Flink passes it to Avro's
+  ``CodecFactory.fromString``; sqlext takes the names Spark's Avro writer writes, without a ``-level``);
+  ``avro.timestamp_mapping.legacy`` a boolean;
+- raw (``RawFormatFactory``): ``raw.charset`` a charset Spark encodes and decodes, ``raw.endianness``
+  ``big-endian`` or ``little-endian``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from sqlext.errors import OptionError
+from sqlext.options import BOOLEAN, STRING, ConfigOption, enum_type
 
 #: json ``timestamp-format.standard``: Flink's values, compared case-sensitively as Flink does.
 JSON_TIMESTAMP_STANDARDS = ("SQL", "ISO-8601")
@@ -37,6 +44,44 @@ BOOLEAN_OPTIONS = {
         "encode.ignore-null-fields",
         "decode.json-parser.enabled",
     ),
+    "avro": ("timestamp_mapping.legacy",),
+}
+#: ``avro.codec``: Avro's codec names (``CodecFactory``), Flink's default ``snappy``.
+AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
+#: ``raw.charset``: the charsets Spark's ``encode``/``decode`` take (Flink takes any Java charset).
+RAW_CHARSETS = ("US-ASCII", "ISO-8859-1", "UTF-8", "UTF-16BE", "UTF-16LE", "UTF-16", "UTF-32")
+#: ``raw.endianness``: Flink's values.
+RAW_ENDIANNESS = ("big-endian", "little-endian")
+
+#: The options of the avro and raw formats, as Flink declares them (docs/connectors.md is generated from these).
+FORMAT_OPTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
+    "avro": (
+        ConfigOption(
+            "avro.codec",
+            enum_type(*AVRO_CODECS, case_sensitive=True),
+            "snappy",
+            "The compression codec of the files written: null (none), deflate, snappy, bzip2, xz or zstandard "
+            "(Flink also takes a level, 'deflate-5'; sqlext writes Spark's level, spark.sql.avro.*.level).",
+        ),
+        ConfigOption(
+            "avro.timestamp_mapping.legacy",
+            BOOLEAN,
+            True,
+            "Flink's legacy mapping of timestamps (the default): TIMESTAMP(p <= 3) as Avro's timestamp-millis, no "
+            "TIMESTAMP_LTZ. 'false': TIMESTAMP(p <= 6) as local-timestamp-millis/-micros, TIMESTAMP_LTZ(p <= 6) as "
+            "timestamp-millis/-micros.",
+        ),
+    ),
+    "raw": (
+        ConfigOption("raw.charset", STRING, "UTF-8", "The charset of a STRING column's lines."),
+        ConfigOption(
+            "raw.endianness",
+            enum_type(*RAW_ENDIANNESS, case_sensitive=True),
+            "big-endian",
+            "Flink's byte order of numeric raw values; checked, without effect on STRING and BYTES (the types "
+            "sqlext's raw holds).",
+        ),
+    ),
 }
 
 
@@ -56,6 +101,10 @@ def check_format_options(fmt: str, options: Mapping[str, str], prefix: str = "")
         _check_csv(options, prefix)
     elif fmt == "json":
         _check_json(options, prefix)
+    elif fmt == "avro":
+        _check_avro(options, prefix)
+    elif fmt == "raw":
+        _check_raw(options, prefix)
 
 
 def _enabled(options: Mapping[str, str], key: str) -> bool:
@@ -95,4 +144,41 @@ def _check_json(options: Mapping[str, str], prefix: str) -> None:
             "'true' (Flink refuses them too): a missing field would both fail and be skipped.",
             option=f"{prefix}json.fail-on-missing-field",
             value="true",
+        )
+
+
+def _check_avro(options: Mapping[str, str], prefix: str) -> None:
+    codec = options.get("codec")
+    if codec is not None and codec not in AVRO_CODECS:
+        level = codec.split("-", 1)[0] in AVRO_CODECS
+        raise OptionError(
+            f"Unsupported value '{codec}' for option '{prefix}avro.codec'. Supported values are "
+            f"{', '.join(AVRO_CODECS)}"
+            + (
+                " (Spark's Avro writer takes the level from the session: spark.sql.avro.deflate.level, "
+                "spark.sql.avro.xz.level, spark.sql.avro.zstandard.level)."
+                if level
+                else "."
+            ),
+            option=f"{prefix}avro.codec",
+            value=codec,
+        )
+
+
+def _check_raw(options: Mapping[str, str], prefix: str) -> None:
+    charset = options.get("charset")
+    if charset is not None and charset.upper() not in RAW_CHARSETS:
+        raise OptionError(
+            f"Unsupported '{charset}' charset for option '{prefix}raw.charset'. Supported charsets are "
+            f"{', '.join(RAW_CHARSETS)} (Spark's encode and decode).",
+            option=f"{prefix}raw.charset",
+            value=charset,
+        )
+    endianness = options.get("endianness")
+    if endianness is not None and endianness not in RAW_ENDIANNESS:
+        raise OptionError(
+            f"Unsupported endianness name '{endianness}' for option '{prefix}raw.endianness'. Supported values "
+            f"are {', '.join(RAW_ENDIANNESS)}.",
+            option=f"{prefix}raw.endianness",
+            value=endianness,
         )

@@ -15,6 +15,11 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
   reads), decimals as numbers, bytes in base64, NULL fields as
   ``null``; the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark reads through the
   table's provider parameters.
+- **avro**: Spark's Avro writer (``spark-avro``) with Flink's schema as ``avroSchema``
+  (:mod:`sqlext.catalog.avro_form`); the HMS gets Hive's ``AvroSerDe`` with that schema as
+  ``avro.schema.literal``.
+- **raw**: one value a line, its bytes as they are (``raw.charset`` for a STRING), as Flink's filesystem
+  connector writes a serialization format (a line feed after each record); Spark's text writer writes them.
 """
 
 from __future__ import annotations
@@ -42,8 +47,22 @@ JSON_WRITE_TIMESTAMP_FORMATS = {
 CSV_UNSUPPORTED = ("ARRAY", "MAP", "MULTISET", "ROW")
 
 
-def check_columns(fmt: str, columns: Sequence[tuple[str, str]]) -> None:
-    """Refuse a column whose type the format cannot hold (``columns``: (name, Flink type))."""
+#: The types a raw table's one data column may have (Flink's raw holds numbers too, in binary; sqlext not).
+RAW_TYPES = ("CHAR", "VARCHAR", "STRING", "BINARY", "VARBINARY", "BYTES")
+
+
+def check_columns(fmt: str, columns: Sequence[tuple[str, str]], format_options: Mapping[str, str] = {}) -> None:
+    """Refuse a column whose type the format cannot hold (``columns``: (name, Flink type), the data columns:
+    not the partition keys; ``format_options``: the format's options, prefix stripped)."""
+    if fmt == "avro":
+        from sqlext.catalog import avro_schema
+
+        legacy = format_options.get(avro_schema.LEGACY_KEY, "true").strip().lower() != "false"
+        avro_schema.check_columns(columns, legacy)
+        return
+    if fmt == "raw":
+        _check_raw_columns(columns)
+        return
     if fmt != "csv":
         return
     for name, flink_type in columns:
@@ -55,16 +74,38 @@ def check_columns(fmt: str, columns: Sequence[tuple[str, str]]) -> None:
             )
 
 
+def _check_raw_columns(columns: Sequence[tuple[str, str]]) -> None:
+    from sqlext.sql.types import flink_type
+
+    if len(columns) != 1 or flink_type(columns[0][1]).root not in RAW_TYPES:
+        shown = ", ".join(f"{name} {type_}" for name, type_ in columns) or "none"
+        raise ValidationError(
+            "The 'raw' format holds exactly one data column (besides the partition keys), of type STRING, "
+            f"VARCHAR, CHAR, BYTES, VARBINARY or BINARY (a line of text or bytes); the table has: {shown}.",
+            value=shown,
+        )
+
+
 def ltz_columns(columns: Sequence[tuple[str, str]]) -> list[str]:
     """The names of the ``TIMESTAMP_LTZ`` columns among ``columns`` ((name, Flink type))."""
     return [name for name, flink_type in columns if flink_type.upper().startswith("TIMESTAMP_LTZ")]
 
 
 def prepare_write(
-    fmt: str, format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str], ltz: Collection[str] = ()
+    fmt: str,
+    format_options: Mapping[str, str],
+    rows: DataFrame,
+    keys: Sequence[str],
+    ltz: Collection[str] = (),
+    columns: Sequence[tuple[str, str, bool]] = (),
 ) -> tuple[DataFrame, str, dict[str, str]]:
     """The frame, Spark format and writer options that write ``rows`` in the form every reader of the
-    table's HMS descriptor reads back (see the module docstring); ``ltz``: the ``TIMESTAMP_LTZ`` columns."""
+    table's HMS descriptor reads back (see the module docstring); ``ltz``: the ``TIMESTAMP_LTZ`` columns;
+    ``columns``: the table's physical columns (name, Flink type, nullable), which avro and raw need."""
+    if fmt == "avro":
+        return _prepare_avro(format_options, rows, keys, columns)
+    if fmt == "raw":
+        return _prepare_raw(format_options, rows, keys, columns)
     if fmt == "parquet":
         return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":
@@ -102,3 +143,38 @@ def json_write_options(format_options: Mapping[str, str]) -> dict[str, str]:
         "dateFormat": "yyyy-MM-dd",
         "ignoreNullFields": str(_enabled(format_options, "encode.ignore-null-fields")).lower(),
     }
+
+
+def _prepare_avro(
+    format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str], columns: Sequence[tuple[str, str, bool]]
+) -> tuple[DataFrame, str, dict[str, str]]:
+    from pyspark.sql import functions as F
+
+    from sqlext.catalog.avro_form import AvroForm
+
+    data = [column for column in columns if column[0] not in keys]
+    form = AvroForm.from_options(format_options, data)
+    zone = rows.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
+    frame = rows.select(
+        *(form.written(rows[f"`{name}`"], name, flink, zone).alias(name) for name, flink, _ in data),
+        *(F.col(f"`{k}`") for k in keys),
+    )
+    return frame, "avro", form.write_options()
+
+
+def _prepare_raw(
+    format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str], columns: Sequence[tuple[str, str, bool]]
+) -> tuple[DataFrame, str, dict[str, str]]:
+    from pyspark.sql import functions as F
+
+    from sqlext.sql.types import spark_type
+
+    [(name, flink, _)] = [column for column in columns if column[0] not in keys]
+    value = rows[f"`{name}`"]
+    data = value if spark_type(flink) == "binary" else F.encode(value, format_options.get("charset", "UTF-8"))
+    null = F.raise_error(
+        F.lit(f"Column '{name}' holds NULL, which format 'raw' cannot write (a line holds a value; Flink fails too).")
+    )
+    # The bytes as they are: Spark's text writer writes a string's bytes without looking at them.
+    line = F.when(value.isNull(), null).otherwise(data).cast("binary").cast("string")
+    return rows.select(line.alias("value"), *(F.col(f"`{k}`") for k in keys)), "text", {"lineSep": "\n"}

@@ -4,8 +4,8 @@ every reader of a table's HMS descriptor reads its files through; the forms sqle
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from sqlext.catalog.csv_text import HIVE_LTZ_TIMESTAMP_FORMATS, CsvTextForm
 
@@ -45,6 +45,17 @@ JSON_TIMESTAMP_FORMATS = {
     "SQL": HIVE_LTZ_TIMESTAMP_FORMATS,
     "ISO-8601": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSSSSZ,yyyy-MM-dd'T'HH:mm:ssZ",
 }
+AVRO_SERDE = "org.apache.hadoop.hive.serde2.avro.AvroSerDe"
+AVRO_INPUT = "org.apache.hadoop.hive.ql.io.avro.AvroContainerInputFormat"
+AVRO_OUTPUT = "org.apache.hadoop.hive.ql.io.avro.AvroContainerOutputFormat"
+#: A raw table's one column holds the whole line: no field delimiter splits it (Hive's
+#: ``serialization.last.column.takes.rest``), no escape, and no text reads as NULL (a line never holds a line
+#: feed); ``serialization.encoding`` is ``raw.charset``.
+RAW_SERDE_PARAMETERS = {
+    "serialization.format": "1",
+    "serialization.last.column.takes.rest": "true",
+    "serialization.null.format": "\n",
+}
 
 
 @dataclass(frozen=True)
@@ -55,11 +66,24 @@ class HiveStorage:
     input_format: str
     output_format: str
     parameters: dict[str, str]
+    #: Column -> Hive type where the HMS column must differ from the Flink type's usual Hive type (avro: the
+    #: types Hive's AvroSerDe reads the schema as, so every reader of the descriptor agrees with the files).
+    column_types: dict[str, str] = field(default_factory=dict)
 
 
-def hive_storage(fmt: str, format_options: Mapping[str, str]) -> HiveStorage:
+def hive_storage(
+    fmt: str, format_options: Mapping[str, str], columns: Sequence[tuple[str, str, bool]] = ()
+) -> HiveStorage:
     """The HMS descriptor of a filesystem table in ``fmt`` (``format_options``: its ``<fmt>.*`` options,
-    prefix stripped)."""
+    prefix stripped; ``columns``: its data columns, (name, Flink type, nullable), which an avro table's schema
+    literal is derived from)."""
+    if fmt == "avro":
+        return _avro_storage(format_options, columns)
+    if fmt == "raw":
+        charset = format_options.get("charset", "UTF-8")
+        return HiveStorage(
+            LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, {**RAW_SERDE_PARAMETERS, "serialization.encoding": charset}
+        )
     if fmt == "parquet":
         return HiveStorage(
             "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
@@ -79,3 +103,13 @@ def hive_storage(fmt: str, format_options: Mapping[str, str]) -> HiveStorage:
         formats = JSON_TIMESTAMP_FORMATS.get(standard, JSON_TIMESTAMP_FORMATS["SQL"])
         return HiveStorage(JSON_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"timestamp.formats": formats})
     return HiveStorage(LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, CsvTextForm.from_options(format_options).serde())
+
+
+def _avro_storage(format_options: Mapping[str, str], columns: Sequence[tuple[str, str, bool]]) -> HiveStorage:
+    from sqlext.catalog import avro_schema
+
+    legacy = format_options.get(avro_schema.LEGACY_KEY, "true").strip().lower() != "false"
+    schema = avro_schema.avro_schema(columns, legacy)
+    types = {f["name"]: avro_schema.hive_type(f["type"]) for f in schema["fields"]}
+    literal = avro_schema.schema_literal(columns, legacy)
+    return HiveStorage(AVRO_SERDE, AVRO_INPUT, AVRO_OUTPUT, {"avro.schema.literal": literal}, types)

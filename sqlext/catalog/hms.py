@@ -54,6 +54,8 @@ GENERIC_STORAGE = HiveStorage(
 )
 #: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
 SPARK_PROVIDER_FORMATS = ("json",)
+#: The formats of filesystem tables whose files the HMS descriptor describes.
+FILE_FORMATS = ("parquet", "orc", "csv", "json", "avro", "raw")
 
 
 class Catalog:
@@ -305,9 +307,10 @@ def is_sqlext_table(table: ttypes.Table) -> bool:
 def _storage(table: TableDefinition) -> HiveStorage:
     """The descriptor of the table's format (see :mod:`sqlext.catalog.formats`); a plain text one without files."""
     fmt = table.options.get("format", "")
-    if table.connector == "filesystem" and fmt in ("parquet", "orc", "csv", "json"):
+    if table.connector == "filesystem" and fmt in FILE_FORMATS:
         prefix = f"{fmt}."
-        return hive_storage(fmt, {k[len(prefix) :]: v for k, v in table.options.items() if k.startswith(prefix)})
+        options = {k[len(prefix) :]: v for k, v in table.options.items() if k.startswith(prefix)}
+        return hive_storage(fmt, options, [(c.name, c.type, c.nullable) for c in table.data_columns])
     return GENERIC_STORAGE
 
 
@@ -316,7 +319,10 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     from sqlext.sql.types import hive_type
 
     storage_format = _storage(table)
-    columns = [ttypes.FieldSchema(c.name, hive_type(c.type), c.comment) for c in table.data_columns]
+    columns = [
+        ttypes.FieldSchema(c.name, storage_format.column_types.get(c.name) or hive_type(c.type), c.comment)
+        for c in table.data_columns
+    ]
     keys = [
         ttypes.FieldSchema(k, hive_type(table.column(k).type), table.column(k).comment) for k in table.partition_keys
     ]

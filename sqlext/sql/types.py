@@ -20,6 +20,7 @@ Nullability (``NOT NULL``) belongs to the column, not to the type text.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -201,3 +202,38 @@ def _json_type(data_type: exp.DataType) -> Any:
         return {"type": "struct", "fields": fields}
     name = _engine_type(data_type, quote_fields=False)
     return _JSON_NAMES.get(name, name)
+
+
+@dataclass(frozen=True)
+class FlinkType:
+    """A Flink type as a tree, for code that maps types to another type system (an Avro schema): ``root`` is
+    the canonical name without parameters (``INT``, ``DECIMAL``, ``TIMESTAMP_LTZ``, ``VARBINARY``, ``ROW``, ...),
+    ``params`` its numbers (precision, scale, length), ``children`` the element types (ARRAY, MULTISET: one;
+    MAP: key and value; ROW: its fields), each with its field name (``""`` but in a ROW)."""
+
+    root: str
+    params: tuple[int, ...] = ()
+    children: tuple[tuple[str, FlinkType], ...] = ()
+
+    @property
+    def precision(self) -> int:
+        return self.params[0]
+
+
+def flink_type(text: str) -> FlinkType:
+    """The tree of a Flink type given as text (see :class:`FlinkType`)."""
+    return _tree(parse_type(text))
+
+
+def _tree(data_type: exp.DataType) -> FlinkType:
+    canonical = flink_text(data_type)
+    root = canonical.split("(", 1)[0].split("<", 1)[0]
+    kind = data_type.this
+    if kind in (T.ARRAY, MULTISET, T.MAP):
+        return FlinkType(
+            root, (), tuple(("", _tree(t)) for t in _element_types(data_type)[: 2 if kind == T.MAP else 1])
+        )
+    if kind == T.STRUCT:
+        return FlinkType(root, (), tuple((name, _tree(t)) for name, t in _fields(data_type)))
+    numbers = canonical[len(root) :].strip("()")
+    return FlinkType(root, tuple(int(n) for n in numbers.split(",")) if numbers else ())

@@ -173,6 +173,20 @@ def test_unparsable_values_name_option_value_and_accepted_form(key: str, value: 
     assert (failure.value.option, failure.value.value) == (key, value)
 
 
+@pytest.mark.parametrize(
+    ("value", "ending"),
+    [
+        ("avro", "Expected one of 'parquet', 'csv'."),
+        ("parket", "Expected one of 'parquet', 'csv'. Did you mean 'parquet'?"),
+    ],
+)
+def test_an_enum_value_error_ends_in_one_full_stop_or_the_hint(value: str, ending: str) -> None:
+    with pytest.raises(OptionError) as failure:
+        _validate(format=value)
+    assert failure.value.message.endswith(ending), failure.value.message
+    assert ".." not in failure.value.message and "?." not in failure.value.message
+
+
 def test_missing_options_are_reported_before_bad_values_and_bad_values_before_unknown_keys() -> None:
     with pytest.raises(OptionError, match="required options are missing"):
         validate("demo", {"sink.delay": "soon", "color": "red"}, REQUIRED, OPTIONAL)

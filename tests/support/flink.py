@@ -34,6 +34,18 @@ DRIVER = Path(__file__).with_name("flink_driver.py")
 REQUEST_TIMEOUT_S = 300.0
 
 
+#: Flink's avro format for SQL, one jar (Avro shaded in); not in the apache-flink wheel.
+FLINK_AVRO = "org.apache.flink:flink-sql-avro:2.3.0"
+
+
+def flink_avro_jar() -> Path:
+    """``flink-sql-avro``, fetched once (``sqlext.jars``): for a job's ``pipeline.jars``."""
+    from sqlext import jars
+
+    [jar] = jars.fetch("flink-sql-avro", [FLINK_AVRO], transitive=False).glob("flink-sql-avro-*.jar")
+    return jar
+
+
 class FlinkError(Exception):
     """Flink refused a statement or a job failed: the message is Flink's (innermost Java cause last)."""
 

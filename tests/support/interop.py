@@ -64,10 +64,12 @@ COLUMNS: list[tuple[str, str]] = [
 
 #: Types a format cannot hold (as Flink's csv format refuses them).
 COMPLEX_PREFIXES = ("ARRAY", "MAP", "ROW", "MULTISET")
-FORMATS = ("parquet", "orc", "csv", "json")
+FORMATS = ("parquet", "orc", "csv", "json", "avro")
+#: Types Flink's avro format holds no value of with its default (legacy) timestamp mapping.
+AVRO_UNSUPPORTED = ("TIMESTAMP(6)", "TIMESTAMP(9)", "TIMESTAMP_LTZ")
 
 #: WITH options of the matrix's tables per format (Flink's names), beyond connector/path/format.
-FORMAT_OPTIONS: dict[str, dict[str, str]] = {"parquet": {}, "orc": {}, "csv": {}, "json": {}}
+FORMAT_OPTIONS: dict[str, dict[str, str]] = {"parquet": {}, "orc": {}, "csv": {}, "json": {}, "avro": {}}
 #: The csv options a table declares so that Flink's csv reads what sqlext writes, the same DDL in both
 #: engines (Flink's csv has no escape character and no null literal by default, and then cannot read a NULL
 #: of a non-string column, its own either); Hive reads the same files through the SerDe parameters.
@@ -201,8 +203,46 @@ def is_complex(flink_type: str) -> bool:
 
 
 def columns_for(fmt: str) -> list[tuple[str, str]]:
-    """The matrix's columns a format holds (csv: no ARRAY, MAP, ROW)."""
+    """The matrix's columns a format holds (csv: no ARRAY, MAP, ROW; avro: no TIMESTAMP(p > 3), no
+    TIMESTAMP_LTZ, as Flink's avro with its default mapping)."""
+    if fmt == "avro":
+        return [(name, type_) for name, type_ in COLUMNS if not type_.startswith(AVRO_UNSUPPORTED)]
     return [(name, type_) for name, type_ in COLUMNS if fmt != "csv" or not is_complex(type_)]
+
+
+def rows_for(fmt: str) -> list[tuple[Any, ...]]:
+    """:data:`ROWS` with the columns of ``fmt`` (avro: a TIME column holds times of day only, Avro's
+    ``time-millis``: the hostile strings are NULL there)."""
+    keep = [index for index, column in enumerate(COLUMNS) if column in columns_for(fmt)]
+    rows = [tuple(row[i] for i in keep) for row in ROWS]
+    if fmt != "avro":
+        return rows
+    time = [name for name, _ in columns_for(fmt)].index("c_time")
+    return [(*row[:time], row[time] if row[0] < 10 else None, *row[time + 1 :]) for row in rows]
+
+
+def avro_hive_rows() -> list[tuple[Any, ...]]:
+    """The avro rows as Hive's AvroSerDe (and Spark through it) reads them: Hive has no TIME, so the
+    ``time-millis`` column reads as its milliseconds of the day."""
+    time = [name for name, _ in columns_for("avro")].index("c_time")
+
+    def millis(text: str | None) -> int | None:
+        if text is None:
+            return None
+        hours, minutes, seconds = (int(part) for part in text.split(":"))
+        return ((hours * 60 + minutes) * 60 + seconds) * 1000
+
+    return [(*row[:time], millis(row[time]), *row[time + 1 :]) for row in expected_rows("avro")]
+
+
+def add_spark_avro(spark: Any) -> None:
+    """Put Spark's Avro data source on a running session's class path (``ADD JAR``; once, it stays)."""
+    from sqlext.connectors.filesystem.spark_avro import jar_paths, on_classpath
+
+    if not on_classpath(spark):
+        for jar in jar_paths():
+            spark.sql(f"ADD JAR '{jar}'")
+        assert on_classpath(spark), "ADD JAR did not put Spark's Avro data source on the class path"
 
 
 def ddl_columns(fmt: str) -> str:
@@ -212,8 +252,7 @@ def ddl_columns(fmt: str) -> str:
 
 def expected_rows(fmt: str) -> list[tuple[Any, ...]]:
     """The rows of :data:`ROWS` with the columns of ``fmt``, by id."""
-    keep = [index for index, (name, _) in enumerate(COLUMNS) if (name, COLUMNS[index][1]) in columns_for(fmt)]
-    return sorted((tuple(row[i] for i in keep) for row in ROWS), key=lambda row: row[0])
+    return sorted(rows_for(fmt), key=lambda row: row[0])
 
 
 def spark_schema(fmt: str) -> str:
@@ -235,8 +274,7 @@ def create_matrix_sources(spark: Any, database: str, root: Path, files: int = 1)
     (one file per micro-batch when read as a stream). ``spark`` is extended (``sqlext.extend``)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
     for fmt in FORMATS:
-        keep = [i for i, column in enumerate(COLUMNS) if column in columns_for(fmt)]
-        rows = [tuple(row[i] for i in keep) for row in ROWS]
+        rows = rows_for(fmt)
         landing = root / f"landing_{fmt}"
         for index in range(files):
             part = rows[index::files]

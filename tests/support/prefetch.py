@@ -14,7 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sqlext import jars
 from sqlext.catalog.metastore.versions import RELEASES
+from sqlext.connectors.filesystem import spark_avro
 from sqlext.connectors.kafka.spark_source import jar_paths
+from tests.support.flink import flink_avro_jar
 from tests.support.kafka import broker_classpath
 from tests.support.stores import hadoop_cloud_jars, hdfs_jars, prefetch_s3a_packages, s3a_jars
 from tests.support.trino import trino_install
@@ -25,6 +27,8 @@ def jar_fetchers() -> dict[str, Callable[[], object]]:
     fetchers: dict[str, Callable[[], object]] = {
         "Kafka broker": broker_classpath,
         "Spark's Kafka source": jar_paths,
+        "Spark's Avro data source": spark_avro.jar_paths,
+        "Flink's avro format": flink_avro_jar,
         "S3A": s3a_jars,
         "Spark's hadoop-cloud committers": hadoop_cloud_jars,
         "S3A as spark.jars.packages (Spark's Ivy)": prefetch_s3a_packages,

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from sqlext.sink import TableSink
 
 
+#: Formats whose files hold the data columns only, checked without the partition keys.
+DATA_COLUMN_FORMATS = ("avro", "raw")
 #: The policy kinds that need another option: (kind, that option, what it holds).
 _POLICY_REQUIREMENTS = (
     (fso.POLICY_CUSTOM, fso.COMMIT_POLICY_CLASS, ""),
@@ -36,10 +38,10 @@ _POLICY_REQUIREMENTS = (
 
 
 class FileSystemTableFactory(ConnectorFactory):
-    """Files (parquet, orc, csv, json) under a path; source and sink."""
+    """Files (parquet, orc, csv, json, avro, raw) under a path; source and sink."""
 
     identifier = "filesystem"
-    description = "Files (parquet, orc, csv, json) under a path, Hive-style partitions; source and sink."
+    description = "Files (parquet, orc, csv, json, avro, raw) under a path, Hive-style partitions; source and sink."
 
     def required_options(self) -> Sequence[ConfigOption[Any]]:
         return fso.REQUIRED_OPTIONS
@@ -57,8 +59,10 @@ class FileSystemTableFactory(ConnectorFactory):
         options = Options(table.options)
         fmt = options.require(fso.FORMAT)
         _check_format_options(table.options, fmt)
-        check_columns(fmt, [(column.name, column.type) for column in table.physical_columns])
-        check_format_options(fmt, options.with_prefix(f"{fmt}."))
+        format_options = options.with_prefix(f"{fmt}.")
+        check_format_options(fmt, format_options)
+        physical = table.physical_columns if fmt not in DATA_COLUMN_FORMATS else table.data_columns
+        check_columns(fmt, [(column.name, column.type) for column in physical], format_options)
         if fmt == "csv":
             CsvTextForm.from_options(options.with_prefix("csv."))
         kinds = options.get(fso.COMMIT_POLICY_KIND) or []

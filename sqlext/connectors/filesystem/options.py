@@ -34,7 +34,7 @@ from sqlext.options import (
     positive,
 )
 
-FORMATS = ("parquet", "orc", "csv", "json")
+FORMATS = ("parquet", "orc", "csv", "json", "avro", "raw")
 TRIGGER_PROCESS_TIME = "process-time"
 TRIGGER_PARTITION_TIME = "partition-time"
 POLICY_METASTORE = "metastore"
@@ -64,7 +64,12 @@ def _semicolon_list(text: str) -> list[str]:
 SEMICOLON_LIST: OptionType[list[str]] = OptionType("List<String>", _semicolon_list, ";".join, "values separated by ';'")
 
 PATH = ConfigOption("path", STRING, None, "The path of a directory (a URI: file://, hdfs://, s3a://, ...).")
-FORMAT = ConfigOption("format", enum_type(*FORMATS), None, "The file format: parquet, orc, csv or json.")
+FORMAT = ConfigOption(
+    "format",
+    enum_type(*FORMATS),
+    None,
+    "The file format: parquet, orc, csv, json, avro (needs Spark's spark-avro jar, see docs/connectors.md) or raw.",
+)
 PARTITION_DEFAULT_NAME = ConfigOption(
     "partition.default-name",
     STRING,

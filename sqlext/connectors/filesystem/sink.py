@@ -177,6 +177,10 @@ class FileSystemSink(TableSink):
         self.table: TableDefinition = context.table
         self.metastore_uri: str | None = _metastore_uri(context)
         self.settings = SinkSettings.from_table(self.table)
+        if self.settings.format == "avro":
+            from sqlext.connectors.filesystem.spark_avro import require
+
+            require(self.spark, self.table.identifier, "write")
 
     def _committer(self, plan: InsertPlan) -> BatchCommitter:
         settings = replace(self.settings, gather_statistics=plan.gather_statistics)

@@ -108,6 +108,10 @@ def _read(context: SourceContext, files: Sequence[str] = (), rows: RowRanges = (
     paths: Any = list(files) or path
     if fmt == "csv":
         frame = _read_csv_text(context.spark, reader, table, options, reader_opts, paths)
+    elif fmt == "avro":
+        frame = _read_avro(context.spark, reader, table, options, reader_opts, paths)
+    elif fmt == "raw":
+        frame = _read_raw(reader, table, options, reader_opts, paths)
     else:
         schema = _read_schema(table)
         frame = reader.format(fmt).schema(schema).options(**reader_opts).load(paths)
@@ -236,6 +240,57 @@ def _read_csv_text(
     lines = lines.select(plain.alias("__sqlext_plain"), split.alias("__sqlext_fields"), *kept)
     typed, parsed = form.typed(F.col("__sqlext_plain"), F.col("__sqlext_fields"), data, accepted)
     return _typed(lines, [*typed, *others, *metadata], parsed)
+
+
+def _read_avro(
+    spark: Any, reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str], paths: Any
+) -> DataFrame:
+    """avro files read by Spark's Avro data source as the Avro types of Flink's schema, then converted to the
+    table's columns (:class:`sqlext.catalog.avro_form.AvroForm`). Dates and timestamps are read as written
+    (the proleptic Gregorian calendar, as Flink writes them)."""
+    from pyspark.sql import functions as F
+
+    from sqlext.catalog.avro_form import AvroForm
+    from sqlext.connectors.filesystem.spark_avro import require
+
+    require(spark, table.identifier, "read")
+    data = [(c.name, c.type, c.nullable) for c in table.data_columns]
+    form = AvroForm.from_options(options.with_prefix("avro."), data)
+    types = form.read_schema()
+    keys = [c for c in table.physical_columns if _is_partition_key(c, table)]
+    schema = ", ".join([*(f"`{name}` {types[name]}" for name, _, _ in data), *(f"`{c.name}` string" for c in keys)])
+    # The table's schema as Avro's reader schema: Flink's writer gives its files the schema ["null", record]
+    # (a nullable row), which Spark's Avro reader takes only resolved against a record.
+    opts = {**reader_opts, "datetimeRebaseMode": "CORRECTED", "avroSchema": form.schema_literal}
+    files = reader.format("avro").schema(schema).options(**opts).load(paths)
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
+    return files.select(
+        *(form.read(files[f"`{name}`"], flink, zone).alias(name) for name, flink, _ in data),
+        *(F.col(f"`{c.name}`") for c in keys),
+        *metadata,
+    )
+
+
+def _read_raw(
+    reader: Any, table: TableDefinition, options: Options, reader_opts: Mapping[str, str], paths: Any
+) -> DataFrame:
+    """raw files as Flink's filesystem source reads a deserialization format: a record a line (split at line
+    feeds, a carriage return before one dropped), its bytes the value (``raw.charset`` decodes a STRING)."""
+    from pyspark.sql import functions as F
+
+    [column] = table.data_columns
+    keys = [c for c in table.physical_columns if _is_partition_key(c, table)]
+    schema = ", ".join(["value string", *(f"`{c.name}` string" for c in keys)])
+    passed = {k: v for k, v in reader_opts.items() if k in ("ignoreCorruptFiles", "maxFilesPerTrigger", "maxFileAge")}
+    lines = reader.format("text").schema(schema).options(**passed, lineSep="\n").load(paths)
+    data = lines["value"].cast("binary")
+    crlf = (F.octet_length(data) > 0) & (F.substring(data, -1, 1) == F.lit(bytearray(b"\r")))
+    data = F.when(crlf, F.substring(data, 1, F.octet_length(data) - 1)).otherwise(data)
+    charset = options.with_prefix("raw.").get("charset", "UTF-8")
+    value = data if _spark_type(column.type) == "binary" else F.decode(data, charset)
+    metadata = [F.col("_metadata").alias("_metadata")] if _reads_metadata(table, options) else []
+    return lines.select(value.alias(column.name), *(F.col(f"`{c.name}`") for c in keys), *metadata)
 
 
 def _typed(lines: DataFrame, columns: Sequence[SparkColumn], parsed: SparkColumn | None) -> DataFrame:

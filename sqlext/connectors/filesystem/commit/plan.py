@@ -131,9 +131,14 @@ class BatchPlanner:
             writer_input = writer_input.repartition(*keys)
         # Each format in the form every reader of the table's HMS descriptor reads (sqlext.catalog.formats).
         ltz = ltz_columns([(c.name, c.type) for c in self.settings.table.physical_columns])
+        physical = [(c.name, c.type, c.nullable) for c in self.settings.table.physical_columns]
         frame, spark_format, options = prepare_write(
-            self.settings.format, self.settings.format_options, writer_input, keys, ltz
+            self.settings.format, self.settings.format_options, writer_input, keys, ltz, physical
         )
+        if spark_format == "avro":
+            from sqlext.connectors.filesystem.spark_avro import require
+
+            require(frame.sparkSession, self.settings.table.identifier, "write")
         writer = frame.write.format(spark_format).mode("append" if uploads else "overwrite")
         if keys:
             writer = writer.partitionBy(*keys)
