@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -40,6 +41,8 @@ from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 if TYPE_CHECKING:
     from sqlext.sql.schema_change import SchemaChange
 
+log = logging.getLogger("sqlext.catalog")
+
 PARAM_PREFIX = "sqlext."
 #: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
 TABLE_ID = f"{PARAM_PREFIX}table-id"
@@ -52,6 +55,13 @@ GENERIC_STORAGE = HiveStorage(
 )
 #: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
 SPARK_PROVIDER_FORMATS = ("json",)
+#: Formats whose files Spark's own data source reads as sqlext writes them: a partitioned table of one whose
+#: partitions do not reach the metastore is described to Spark as a data source table that finds them by
+#: listing its directories (see :func:`lists_partitions`). csv is not: Spark's csv reader does not read Hive's
+#: escaped text.
+LISTED_FORMATS = ("parquet", "orc", "json")
+#: Spark's parameters that make an HMS table one of its data source tables, and that say how.
+_SPARK_PROVIDER_KEYS = ("spark.sql.sources.", "spark.sql.partitionProvider")
 
 
 class Catalog:
@@ -163,6 +173,15 @@ class Catalog:
             if unreachable is None:
                 raise
             raise unreachable from None
+        if unread_by_spark(table):
+            log.warning(
+                "Table %s has no 'metastore' commit policy, so its partitions never reach the metastore, and Spark "
+                "(Hive, Trino) reads a partitioned csv table's partitions from there: a SELECT of it returns no "
+                "rows. sqlext's own source reads its files (INSERT ... SELECT, streaming reads). Add 'metastore' "
+                "to 'sink.partition-commit.policy.kind', or use parquet, orc or json, which Spark reads by listing "
+                "the table's directories, as Flink does (docs/connectors.md).",
+                ident,
+            )
         return True
 
     def _unreachable_location(self, table: TableDefinition, error: str) -> FileSystemError | None:
@@ -335,7 +354,9 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
         sortCols=[],
         parameters={},
     )
-    kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
+    # Spark's provider parameters are the definition's (an ALTER of the policies may add or drop them).
+    previous = (existing.parameters or {}) if existing else {}
+    kept = {k: v for k, v in previous.items() if not k.startswith((PARAM_PREFIX, *_SPARK_PROVIDER_KEYS))}
     parameters = {**kept, **definition_parameters(table)}
     # What the table records of its past, which its definition does not.
     for key in (TABLE_ID, RETIRED_COLUMNS, FILE_FIELDS):
@@ -354,9 +375,40 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
 
 
 def _path_param(table: TableDefinition) -> dict[str, str]:
-    if table.connector == "filesystem" and table.options.get("format") in SPARK_PROVIDER_FORMATS:
+    if _spark_provider(table):
         return {"path": table.options["path"]}  # where Spark's data source tables keep their location
     return {}
+
+
+def lists_partitions(table: TableDefinition) -> bool:
+    """Whether Spark finds the table's partitions by listing its directories, as Flink reads a filesystem
+    table: a partitioned table in a :data:`LISTED_FORMATS` format whose partitions do not reach the metastore
+    (no ``metastore`` commit policy). Spark then reads every file of its ``k=v`` directories, which sqlext's
+    commit moves there once a batch is committed; staged and in-progress files live under ``_sqlext/``, and
+    Spark skips names starting with ``_`` or ``.`` (the success file too)."""
+    from sqlext.registry import factory_for
+
+    if table.connector != "filesystem" or not table.partition_keys:
+        return False
+    if table.options.get("format") not in LISTED_FORMATS:
+        return False
+    return not factory_for(table).partitions_in_metastore(table)
+
+
+def unread_by_spark(table: TableDefinition) -> bool:
+    """Whether Spark's read of the table through the metastore sees none of its rows: a partitioned
+    ``filesystem`` table whose partitions never reach the metastore and that Spark cannot list (csv)."""
+    from sqlext.registry import factory_for
+
+    if table.connector != "filesystem" or not table.partition_keys or lists_partitions(table):
+        return False
+    return not factory_for(table).partitions_in_metastore(table)
+
+
+def _spark_provider(table: TableDefinition) -> bool:
+    if table.connector != "filesystem":
+        return False
+    return table.options.get("format") in SPARK_PROVIDER_FORMATS or lists_partitions(table)
 
 
 def definition_parameters(table: TableDefinition) -> dict[str, str]:
@@ -381,15 +433,16 @@ def definition_parameters(table: TableDefinition) -> dict[str, str]:
         )
     if table.connector != "filesystem":
         params["is_generic"] = "true"  # as Flink's HiveCatalog marks tables Hive itself cannot read
-    elif table.options.get("format") in SPARK_PROVIDER_FORMATS:
-        params.update(spark_datasource_parameters(table))
+    elif _spark_provider(table):
+        params.update(spark_datasource_parameters(table, listed=lists_partitions(table)))
     for key, value in table.options.items():
         params[f"{OPTION_PREFIX}{key}"] = value
     return params
 
 
-def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
-    """The parameters by which Spark reads an HMS table as its own data source table."""
+def spark_datasource_parameters(table: TableDefinition, listed: bool = False) -> dict[str, str]:
+    """The parameters by which Spark reads an HMS table as its own data source table: its partitions those
+    the metastore lists, or (``listed``) the ``k=v`` directories Spark finds under its path at each query."""
     from sqlext.sql.types import spark_json_type
 
     ordered = [*table.data_columns, *(table.column(k) for k in table.partition_keys)]
@@ -402,9 +455,10 @@ def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
     params = {
         "spark.sql.sources.provider": table.options["format"],
         "spark.sql.sources.schema": json.dumps(schema),
-        "spark.sql.partitionProvider": "catalog",
         "spark.sql.sources.schema.numPartCols": str(len(table.partition_keys)),
     }
+    if not listed:
+        params["spark.sql.partitionProvider"] = "catalog"
     params.update({f"spark.sql.sources.schema.partCol.{i}": key for i, key in enumerate(table.partition_keys)})
     return params
 

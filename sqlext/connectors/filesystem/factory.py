@@ -98,6 +98,12 @@ class FileSystemTableFactory(ConnectorFactory):
             defaults.append((fso.COMMIT_TRIGGER.key, fso.TRIGGER_PROCESS_TIME))
         return defaults
 
+    def partitions_in_metastore(self, table: TableDefinition) -> bool:
+        """Only the ``metastore`` commit policy registers partitions (it is one of the defaults); without it,
+        as in Flink, the table's partitions are its committed ``k=v`` directories."""
+        kinds = Options(table.options).get(fso.COMMIT_POLICY_KIND) or fso.DEFAULT_POLICIES
+        return fso.POLICY_METASTORE in kinds
+
     def is_bounded(self, table: TableDefinition) -> bool:
         """Bounded unless ``source.monitor-interval`` is set or ``streaming-source.enable`` is true."""
         options = Options(table.options)

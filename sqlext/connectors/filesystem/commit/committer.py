@@ -273,6 +273,8 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._mover.move(entry)
                 fault_point("after-log", batch)
+                if self._partitions.lists_partitions:
+                    self._partitions.forget_spark_listing()  # the batch's files are there to read now
             else:
                 # A replay or a restart's recovery: a crash between recording `completed` and removing the
                 # staging (or manifest) dir leaves the dir behind.
