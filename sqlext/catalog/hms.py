@@ -33,7 +33,15 @@ from sqlext.catalog.evolution import (
     retired_columns,
 )
 from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
+from sqlext.catalog.locations import mark_made_dir, missing_path
 from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.spark_reads import (
+    SPARK_PROVIDER_FORMATS,
+    SPARK_PROVIDER_KEYS,
+    lists_partitions,
+    spark_datasource_parameters,
+    unread_by_spark,
+)
 from sqlext.errors import FileSystemError, MetastoreError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.io.reach import unreachable_cause
 from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
@@ -53,15 +61,6 @@ FORMAT_VERSION = "1"
 GENERIC_STORAGE = HiveStorage(
     LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"field.delim": ",", "serialization.format": ","}
 )
-#: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
-SPARK_PROVIDER_FORMATS = ("json",)
-#: Formats whose files Spark's own data source reads as sqlext writes them: a partitioned table of one whose
-#: partitions do not reach the metastore is described to Spark as a data source table that finds them by
-#: listing its directories (see :func:`lists_partitions`). csv is not: Spark's csv reader does not read Hive's
-#: escaped text.
-LISTED_FORMATS = ("parquet", "orc", "json")
-#: Spark's parameters that make an HMS table one of its data source tables, and that say how.
-_SPARK_PROVIDER_KEYS = ("spark.sql.sources.", "spark.sql.partitionProvider")
 
 
 class Catalog:
@@ -145,6 +144,7 @@ class Catalog:
         """
         from sqlext.registry import validate_table
 
+        typed_path = not table.extra.get("path-from-database")
         table = self._with_default_path(table)
         validate_table(table)
         ident = table.identifier
@@ -166,6 +166,7 @@ class Catalog:
             )
         hms_table = to_hms(table)
         hms_table.parameters[TABLE_ID] = uuid.uuid4().hex  # a recreated table is a new table
+        missing = typed_path and missing_path(table)
         try:
             self.client.create_table(hms_table)
         except ttypes.MetaException as exc:
@@ -173,6 +174,8 @@ class Catalog:
             if unreachable is None:
                 raise
             raise unreachable from None
+        if missing:
+            mark_made_dir(table)
         if unread_by_spark(table):
             log.warning(
                 "Table %s has no 'metastore' commit policy, so its partitions never reach the metastore, and Spark "
@@ -356,7 +359,7 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
     )
     # Spark's provider parameters are the definition's (an ALTER of the policies may add or drop them).
     previous = (existing.parameters or {}) if existing else {}
-    kept = {k: v for k, v in previous.items() if not k.startswith((PARAM_PREFIX, *_SPARK_PROVIDER_KEYS))}
+    kept = {k: v for k, v in previous.items() if not k.startswith((PARAM_PREFIX, *SPARK_PROVIDER_KEYS))}
     parameters = {**kept, **definition_parameters(table)}
     # What the table records of its past, which its definition does not.
     for key in (TABLE_ID, RETIRED_COLUMNS, FILE_FIELDS):
@@ -378,31 +381,6 @@ def _path_param(table: TableDefinition) -> dict[str, str]:
     if _spark_provider(table):
         return {"path": table.options["path"]}  # where Spark's data source tables keep their location
     return {}
-
-
-def lists_partitions(table: TableDefinition) -> bool:
-    """Whether Spark finds the table's partitions by listing its directories, as Flink reads a filesystem
-    table: a partitioned table in a :data:`LISTED_FORMATS` format whose partitions do not reach the metastore
-    (no ``metastore`` commit policy). Spark then reads every file of its ``k=v`` directories, which sqlext's
-    commit moves there once a batch is committed; staged and in-progress files live under ``_sqlext/``, and
-    Spark skips names starting with ``_`` or ``.`` (the success file too)."""
-    from sqlext.registry import factory_for
-
-    if table.connector != "filesystem" or not table.partition_keys:
-        return False
-    if table.options.get("format") not in LISTED_FORMATS:
-        return False
-    return not factory_for(table).partitions_in_metastore(table)
-
-
-def unread_by_spark(table: TableDefinition) -> bool:
-    """Whether Spark's read of the table through the metastore sees none of its rows: a partitioned
-    ``filesystem`` table whose partitions never reach the metastore and that Spark cannot list (csv)."""
-    from sqlext.registry import factory_for
-
-    if table.connector != "filesystem" or not table.partition_keys or lists_partitions(table):
-        return False
-    return not factory_for(table).partitions_in_metastore(table)
 
 
 def _spark_provider(table: TableDefinition) -> bool:
@@ -437,29 +415,6 @@ def definition_parameters(table: TableDefinition) -> dict[str, str]:
         params.update(spark_datasource_parameters(table, listed=lists_partitions(table)))
     for key, value in table.options.items():
         params[f"{OPTION_PREFIX}{key}"] = value
-    return params
-
-
-def spark_datasource_parameters(table: TableDefinition, listed: bool = False) -> dict[str, str]:
-    """The parameters by which Spark reads an HMS table as its own data source table: its partitions those
-    the metastore lists, or (``listed``) the ``k=v`` directories Spark finds under its path at each query."""
-    from sqlext.sql.types import spark_json_type
-
-    ordered = [*table.data_columns, *(table.column(k) for k in table.partition_keys)]
-    schema = {
-        "type": "struct",
-        "fields": [
-            {"name": c.name, "type": spark_json_type(c.type), "nullable": True, "metadata": {}} for c in ordered
-        ],
-    }
-    params = {
-        "spark.sql.sources.provider": table.options["format"],
-        "spark.sql.sources.schema": json.dumps(schema),
-        "spark.sql.sources.schema.numPartCols": str(len(table.partition_keys)),
-    }
-    if not listed:
-        params["spark.sql.partitionProvider"] = "catalog"
-    params.update({f"spark.sql.sources.schema.partCol.{i}": key for i, key in enumerate(table.partition_keys)})
     return params
 
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from sqlext.catalog.hms import Catalog, lists_partitions, to_hms, unread_by_spark
+from sqlext.catalog.hms import Catalog, to_hms
+from sqlext.catalog.spark_reads import lists_partitions, unread_by_spark
 from sqlext.table import Column, TableDefinition, TableIdentifier
 
 COLUMNS = (Column("user_id", "STRING"), Column("order_amount", "DOUBLE"), Column("dt", "STRING"))

@@ -16,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlext import listeners
-from sqlext.catalog.hms import lists_partitions
 from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient, RetryPolicy
+from sqlext.catalog.spark_reads import lists_partitions
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import (
