@@ -13,6 +13,7 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.extractor import check_timestamp_pattern
 from sqlext.connectors.filesystem.incremental.window import SNAPSHOT_KEY, no_snapshot_ids
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, is_streaming_source
@@ -78,6 +79,8 @@ class FileSystemTableFactory(ConnectorFactory):
                 "times, so 'partition.time-extractor.class' is required.",
                 option=fso.TIME_EXTRACTOR_CLASS.key,
             )
+        if options.get(fso.TIME_EXTRACTOR_KIND) != "custom" and _extracts_partition_times(options):
+            check_timestamp_pattern(options.get(fso.TIME_EXTRACTOR_PATTERN), table.partition_keys, table.identifier)
         StreamingSourceSettings.from_table(table)
         for column in table.columns:
             if column.metadata_key and column.metadata_key not in METADATA_FIELDS:
@@ -131,6 +134,18 @@ class FileSystemTableFactory(ConnectorFactory):
         from sqlext.connectors.filesystem.sink import FileSystemSink
 
         return FileSystemSink(context)
+
+
+def _extracts_partition_times(options: Options) -> bool:
+    """Whether partition times are extracted: by the ``partition-time`` commit trigger, by a streaming read in
+    ``partition-time`` order, or by partition expiration by ``values-time``."""
+    if options.get(fso.COMMIT_TRIGGER) == fso.TRIGGER_PARTITION_TIME:
+        return True
+    ordered = options.get(fso.STREAMING_SOURCE_PARTITION_ORDER) == fso.ORDER_PARTITION_TIME
+    if options.get(fso.STREAMING_SOURCE_ENABLE) and ordered:
+        return True
+    expires = options.get(fso.PARTITION_EXPIRATION_TIME) is not None
+    return expires and options.get(fso.PARTITION_EXPIRATION_STRATEGY) == fso.EXPIRATION_VALUES_TIME
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:

@@ -112,6 +112,9 @@ class RunningInsert:
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
             log.error("%s: committing the insert's last batch or partitions failed: %s", self.name, exc)
+            if self.query.isActive:  # a failed tick: the insert must not run on committing nothing
+                log.error("%s: stopping the insert; committed batches stay committed", self.name)
+                self.query.stop()
         finally:
             self.committer.close()
             self.finished.set()

@@ -233,6 +233,10 @@ class BatchCommitter:
                 self.wait_committed()
                 with self._lock:
                     entry = self._planner.plan(batch_id, staged, info)
+                    if not final:  # a batch insert commits every partition without asking the trigger
+                        # Before anything of the batch is recorded or moved: a partition whose time cannot be
+                        # extracted would never be committed (Flink fails the job at its checkpoint).
+                        self.trigger.check(entry.partitions.items())
                     entry.pending_partitions = sorted(self.trigger.state.pending)
                     entry.operation = "overwrite" if overwrite else "append"
                     entry.final = final
