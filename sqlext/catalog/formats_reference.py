@@ -168,8 +168,9 @@ A source's `path` must exist (Flink fails the job: "File ... does not exist"): a
 reading a table whose path does not exist fails naming it. Hive's metastore makes the directory of every
 table it creates, external ones too (and Spark's Hive reader of an unpartitioned text table fails without
 it), so the directory stays; CREATE TABLE marks one the metastore made (`_sqlext/made-at-create`), and a
-source whose directory holds only that mark (nothing was ever written there) fails the same way. A sink's
-path may be missing: it is written into.
+source whose directory holds only that mark (nothing was ever written there) fails the same way, but for a
+watched one (`source.monitor-interval`: a landing directory may wait for its first files), which says so in
+a warning and waits. A sink's path may be missing: it is written into.
 
 ### Differences from Flink
 

@@ -46,9 +46,10 @@ def made_and_unwritten(path: str) -> bool:
     """Whether ``path`` is a directory the metastore made at CREATE TABLE that nothing was written into since:
     nothing in it but the mark."""
     fs = FileSystem(path)
-    if fs.list_dirs(path) != ["_sqlext"] or fs.list_files(path, recursive=False):
+    own = join(path, "_sqlext")
+    if fs.list_dirs(path) != ["_sqlext"] or fs.list_files(path, recursive=False) or fs.list_dirs(own):
         return False
-    return [status.relative for status in fs.list_files(join(path, "_sqlext"))] == [MADE_MARK.split("/", 1)[1]]
+    return [status.relative for status in fs.list_files(own, recursive=False)] == [MADE_MARK.split("/", 1)[1]]
 
 
 def _now_ms() -> int:

@@ -89,15 +89,25 @@ def read_table(context: SourceContext) -> DataFrame:
 def _check_path_exists(table: TableDefinition) -> None:
     """A source's ``path`` must exist, as in Flink ("File ... does not exist"): a typo fails the statement
     naming it, rather than reading no rows. The empty directory the metastore made at CREATE TABLE, that
-    nothing was written into since, counts as missing (:mod:`sqlext.catalog.locations`). Flink reads no rows
-    where a *partitioned* table's path does not exist; sqlext fails there too (docs/connectors.md)."""
+    nothing was written into since, counts as missing (:mod:`sqlext.catalog.locations`), but for a watched
+    source (``source.monitor-interval``), which waits for its files with a warning. Flink reads no rows where
+    a *partitioned* table's path does not exist; sqlext fails there too (docs/connectors.md)."""
     from sqlext.catalog.locations import made_and_unwritten
     from sqlext.io.fs import FileSystem
 
-    path = Options(table.options).require(fso.PATH)
+    options = Options(table.options)
+    path = options.require(fso.PATH)
     if not FileSystem(path).exists(path):
         made = ""
     elif made_and_unwritten(path):
+        if options.get(fso.SOURCE_MONITOR_INTERVAL) is not None:  # a watched directory may wait for its files
+            log.warning(
+                "%s is read from '%s', an empty directory the metastore made at CREATE TABLE: nothing was written "
+                "there yet, and the read waits for files. Check the table's 'path' for a typo.",
+                table.identifier,
+                path,
+            )
+            return
         made = " (the metastore made an empty directory there at CREATE TABLE, and nothing was written into it since)"
     else:
         return
