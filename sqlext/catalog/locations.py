@@ -3,7 +3,7 @@ ones too (and Spark's Hive reader of an unpartitioned text table fails where it 
 ``path`` did not exist gets an empty directory there. sqlext marks such a directory (``_sqlext/made-at-create``,
 which readers skip as they skip every ``_`` name), so that a source can tell it from a directory something was
 written into: as in Flink, a source whose path does not exist (a typo) fails naming it, rather than reading
-an empty directory."""
+an empty directory. A sink's first committed batch removes the mark."""
 
 from __future__ import annotations
 
@@ -40,6 +40,11 @@ def mark_made_dir(table: TableDefinition) -> None:
             fs.write_text(join(path, MADE_MARK), json.dumps({"table": str(table.identifier), "at_ms": _now_ms()}))
     except (OSError, ValueError) as exc:  # the table is created; only a typo in its path goes unnoticed
         log.debug("could not mark the directory the metastore made at %s: %s", path, exc)
+
+
+def unmark_made_dir(fs: FileSystem, path: str) -> None:
+    """Remove the mark once something is written at ``path`` (a sink's first committed batch)."""
+    fs.delete_file(join(path, MADE_MARK))
 
 
 def made_and_unwritten(path: str) -> bool:

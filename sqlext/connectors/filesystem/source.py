@@ -8,6 +8,8 @@ As a source:
 - unbounded with ``source.monitor-interval``: a file stream (``spark.readStream``) that picks up new files
   and new partition directories. Spark lists the directory once per micro-batch, so the insert's trigger
   interval (``execution.checkpointing.interval``), not the monitor interval, paces the listing;
+- the ``path`` must exist (as in Flink; the empty directory the metastore made at CREATE TABLE counts as
+  missing until something is written there, see :func:`_check_path_exists`);
 - partition columns come from ``k=v`` directories (read as strings, then cast to the column type);
   ``__HIVE_DEFAULT_PARTITION__`` and the table's ``partition.default-name`` read as NULL;
 - ``source.path.regex-pattern`` must match the whole path of a file (its URI path, decoded, as Flink

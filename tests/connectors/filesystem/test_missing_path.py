@@ -70,3 +70,4 @@ def test_a_missing_source_path_fails_naming_it_even_once_the_metastore_made_its_
         running = running_insert(job.job_id)
         assert running is not None and running.wait(300) and running.query.exception() is None
         assert sorted(tuple(r) for r in sql("SELECT * FROM snk").collect()) == [(1, "a"), (2, "b")]
+        assert not (out / MADE_MARK).exists(), "the sink wrote into it: no longer marked"

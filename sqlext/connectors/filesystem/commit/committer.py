@@ -76,6 +76,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext import faults, listeners
+from sqlext.catalog.locations import unmark_made_dir
 from sqlext.connectors.filesystem.commit.background import BackgroundCommits
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
@@ -149,6 +150,8 @@ class BatchCommitter:
         )
         self.progress = InsertProgress()
         self.insert = self._partitions.insert
+        #: Whether this committer moved a batch's files into the table (see :func:`unmark_made_dir`).
+        self._wrote = False
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -279,6 +282,9 @@ class BatchCommitter:
                 fault_point("after-log", batch)
                 if self._partitions.lists_partitions:
                     self._partitions.forget_spark_listing()  # the batch's files are there to read now
+                if not self._wrote:
+                    unmark_made_dir(self.fs, self.settings.path)  # something is written there now
+                    self._wrote = True
             else:
                 # A replay or a restart's recovery: a crash between recording `completed` and removing the
                 # staging (or manifest) dir leaves the dir behind.

@@ -376,7 +376,7 @@ class PartitionCommitter:
 
     def forget_spark_listing(self) -> None:
         """Make this session's next query of the table list its files again, for a table Spark lists
-        (:func:`sqlext.catalog.hms.lists_partitions`): Spark keeps a data source table's file listing with
+        (:func:`sqlext.catalog.spark_reads.lists_partitions`): Spark keeps a data source table's file listing with
         its resolved relation. Dropping that is a map removal; ``refreshTable`` would list the table now."""
         ident = self.settings.table.identifier
         try:
