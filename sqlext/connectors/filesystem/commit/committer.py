@@ -150,8 +150,7 @@ class BatchCommitter:
         )
         self.progress = InsertProgress()
         self.insert = self._partitions.insert
-        #: Whether this committer moved a batch's files into the table (see :func:`unmark_made_dir`).
-        self._wrote = False
+        self._wrote = False  # whether this committer moved a batch's files into the table (unmark_made_dir)
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -236,9 +235,7 @@ class BatchCommitter:
                 self.wait_committed()
                 with self._lock:
                     entry = self._planner.plan(batch_id, staged, info)
-                    if not final:  # a batch insert commits every partition without asking the trigger
-                        # Before anything of the batch is recorded or moved: a partition whose time cannot be
-                        # extracted would never be committed (Flink fails the job at its checkpoint).
+                    if not final:  # before anything is recorded or moved (a batch insert asks no trigger)
                         self.trigger.check(entry.partitions.items())
                     entry.pending_partitions = sorted(self.trigger.state.pending)
                     entry.operation = "overwrite" if overwrite else "append"
