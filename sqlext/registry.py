@@ -96,6 +96,11 @@ class ConnectorFactory(ABC):
         Spark's ``availableNow`` trigger: it reads everything, commits every partition and ends."""
         return False
 
+    def partitions_in_metastore(self, table: TableDefinition) -> bool:
+        """Whether the table's partitions are registered in the metastore as they are written. When not,
+        Spark is told to find them by listing the table's directories (see :mod:`sqlext.catalog.hms`)."""
+        return True
+
     def create_source(self, context: SourceContext) -> DataFrame:
         """The table's rows: a streaming DataFrame when ``context.streaming``, else a bounded one."""
         raise ValidationError(

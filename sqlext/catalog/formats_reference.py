@@ -197,6 +197,44 @@ reads what sqlext wrote and sqlext what Flink wrote, every value equal (`test_fl
 working: Trino 476 on an avro table fails with `HIVE_METASTORE_ERROR ... Socket is closed by peer` (the
 embedded metastore drops the connection on `get_fields` for an AvroSerDe table).
 
+### How a filesystem table is read
+
+Flink reads a filesystem table by listing its directories: every file its checkpoints finalized, in the
+`k=v` directories under `path`, whether or not a policy committed the partition. sqlext reads the same way
+where a table's partitions are not in the metastore:
+
+- **sqlext's own source** (`INSERT ... SELECT`, a streaming read with `source.monitor-interval`, an
+  `OPTIONS` hint) always lists the table's directories, whatever its policies.
+- **Spark** (`spark.sql`, `spark.table`, the Thrift server) reads through the metastore. A table with the
+  `metastore` policy (one of the defaults) is read by the partitions that policy committed, as Hive and
+  Trino read it. A partitioned parquet, orc or json table without it (Flink's "Full Example":
+  `'sink.partition-commit.policy.kind' = 'success-file'`) is described to Spark as one of its own data
+  source tables without `spark.sql.partitionProvider`, so Spark lists its `k=v` directories at each query
+  and prunes them by the partition columns (`WHERE dt = '2020-05-20'` lists that partition's files only).
+  A table created before this was done is described so by any `ALTER TABLE t SET (...)`.
+- What is read: the files a batch's commit moved into their partition directory (sqlext's counterpart of
+  Flink's finalized files): a batch is readable once it is committed, its partition's delay and success
+  file notwithstanding. A running insert's files are staged under `<path>/_sqlext/`, and names starting
+  with `_` or `.` (the success file, sqlext's own directories, hidden files) are never read. The files of
+  one batch appear one by one as they are moved (in Flink, as a checkpoint's files are renamed).
+- Spark keeps a data source table's listing with its plan: the session that runs the insert drops it after
+  each batch; another Spark application that read the table before sees new files after
+  `REFRESH TABLE t`.
+- Hive, Trino and other metastore readers see no partition of such a table (none is in the metastore).
+  A partitioned **csv** table without the `metastore` policy is read by no Spark query either (Spark's csv
+  reader does not read Hive's escaped text, and Hive's reader takes the metastore's partitions): CREATE
+  TABLE says so in a warning. Add `metastore` to its policies, or read it with sqlext's source.
+- Flink's `partition.default-name` reads back as NULL in Spark only when it is Hive's
+  `__HIVE_DEFAULT_PARTITION__` (sqlext's default); another name reads as that text.
+
+A source's `path` must exist (Flink fails the job: "File ... does not exist"): an `INSERT` or `SELECT`
+reading a table whose path does not exist fails naming it. Hive's metastore makes the directory of every
+table it creates, external ones too (and Spark's Hive reader of an unpartitioned text table fails without
+it), so the directory stays; CREATE TABLE marks one the metastore made (`_sqlext/made-at-create`), and a
+source whose directory holds only that mark (nothing was ever written there) fails the same way, but for a
+watched one (`source.monitor-interval`: a landing directory may wait for its first files), which says so in
+a warning and waits. A sink's path may be missing: it is written into.
+
 ### Differences from Flink
 
 csv, on purpose (so Hive reads what sqlext writes): `csv.escape-character` defaults to `\\` (Flink: none)
@@ -235,4 +273,7 @@ Hive, Flink and sqlext then all read NULL. What stays different, verified side b
 json: `TIMESTAMP_LTZ` is written in UTC with `Z` as Flink's json writes and reads it; sqlext's source
 reads a timestamp with or without a zone suffix. Flink's filesystem source reads what sqlext wrote and
 sqlext's source reads what Flink wrote (csv and json), every value equal, apart from the csv cases above.
+
+A partitioned source whose `path` does not exist: Flink reads no rows (it finds no partition); sqlext fails
+naming the path, as both do for an unpartitioned one, so that a typo does not pass for an empty table.
 """

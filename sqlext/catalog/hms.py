@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -32,7 +33,15 @@ from sqlext.catalog.evolution import (
     retired_columns,
 )
 from sqlext.catalog.hive_storage import LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, HiveStorage, hive_storage
+from sqlext.catalog.locations import mark_made_dir, missing_path
 from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.spark_reads import (
+    SPARK_PROVIDER_FORMATS,
+    SPARK_PROVIDER_KEYS,
+    lists_partitions,
+    spark_datasource_parameters,
+    unread_by_spark,
+)
 from sqlext.errors import FileSystemError, MetastoreError, TableExistsError, TableNotFoundError, ValidationError
 from sqlext.io.reach import unreachable_cause
 from sqlext.io.records import newer_error
@@ -40,6 +49,8 @@ from sqlext.table import Column, TableDefinition, TableIdentifier, Watermark
 
 if TYPE_CHECKING:
     from sqlext.sql.schema_change import SchemaChange
+
+log = logging.getLogger("sqlext.catalog")
 
 PARAM_PREFIX = "sqlext."
 #: The table's id, set at CREATE and kept by ALTER: a table dropped and created again gets a new one.
@@ -52,8 +63,6 @@ FORMAT_VERSION = "1"
 GENERIC_STORAGE = HiveStorage(
     LAZY_SIMPLE_SERDE, TEXT_INPUT, TEXT_OUTPUT, {"field.delim": ",", "serialization.format": ","}
 )
-#: Formats Spark reads from the HMS as its own data source tables (provider + schema parameters).
-SPARK_PROVIDER_FORMATS = ("json",)
 #: The formats of filesystem tables whose files the HMS descriptor describes.
 FILE_FORMATS = ("parquet", "orc", "csv", "json", "avro", "raw")
 
@@ -139,6 +148,7 @@ class Catalog:
         """
         from sqlext.registry import validate_table
 
+        typed_path = not table.extra.get("path-from-database")
         table = self._with_default_path(table)
         validate_table(table)
         ident = table.identifier
@@ -160,6 +170,7 @@ class Catalog:
             )
         hms_table = to_hms(table)
         hms_table.parameters[TABLE_ID] = uuid.uuid4().hex  # a recreated table is a new table
+        missing = typed_path and missing_path(table)
         try:
             self.client.create_table(hms_table)
         except ttypes.MetaException as exc:
@@ -167,6 +178,17 @@ class Catalog:
             if unreachable is None:
                 raise
             raise unreachable from None
+        if missing:
+            mark_made_dir(table)
+        if unread_by_spark(table):
+            log.warning(
+                "Table %s has no 'metastore' commit policy, so its partitions never reach the metastore, and Spark "
+                "(Hive, Trino) reads a partitioned csv table's partitions from there: a SELECT of it returns no "
+                "rows. sqlext's own source reads its files (INSERT ... SELECT, streaming reads). Add 'metastore' "
+                "to 'sink.partition-commit.policy.kind', or use parquet, orc or json, which Spark reads by listing "
+                "the table's directories, as Flink does (docs/connectors.md).",
+                ident,
+            )
         return True
 
     def _unreachable_location(self, table: TableDefinition, error: str) -> FileSystemError | None:
@@ -345,7 +367,9 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
         sortCols=[],
         parameters={},
     )
-    kept = {k: v for k, v in (existing.parameters or {}).items() if not k.startswith(PARAM_PREFIX)} if existing else {}
+    # Spark's provider parameters are the definition's (an ALTER of the policies may add or drop them).
+    previous = (existing.parameters or {}) if existing else {}
+    kept = {k: v for k, v in previous.items() if not k.startswith((PARAM_PREFIX, *SPARK_PROVIDER_KEYS))}
     parameters = {**kept, **definition_parameters(table)}
     # What the table records of its past, which its definition does not.
     for key in (TABLE_ID, RETIRED_COLUMNS, FILE_FIELDS):
@@ -364,9 +388,15 @@ def to_hms(table: TableDefinition, existing: ttypes.Table | None = None) -> ttyp
 
 
 def _path_param(table: TableDefinition) -> dict[str, str]:
-    if table.connector == "filesystem" and table.options.get("format") in SPARK_PROVIDER_FORMATS:
+    if _spark_provider(table):
         return {"path": table.options["path"]}  # where Spark's data source tables keep their location
     return {}
+
+
+def _spark_provider(table: TableDefinition) -> bool:
+    if table.connector != "filesystem":
+        return False
+    return table.options.get("format") in SPARK_PROVIDER_FORMATS or lists_partitions(table)
 
 
 def definition_parameters(table: TableDefinition) -> dict[str, str]:
@@ -391,31 +421,10 @@ def definition_parameters(table: TableDefinition) -> dict[str, str]:
         )
     if table.connector != "filesystem":
         params["is_generic"] = "true"  # as Flink's HiveCatalog marks tables Hive itself cannot read
-    elif table.options.get("format") in SPARK_PROVIDER_FORMATS:
-        params.update(spark_datasource_parameters(table))
+    elif _spark_provider(table):
+        params.update(spark_datasource_parameters(table, listed=lists_partitions(table)))
     for key, value in table.options.items():
         params[f"{OPTION_PREFIX}{key}"] = value
-    return params
-
-
-def spark_datasource_parameters(table: TableDefinition) -> dict[str, str]:
-    """The parameters by which Spark reads an HMS table as its own data source table."""
-    from sqlext.sql.types import spark_json_type
-
-    ordered = [*table.data_columns, *(table.column(k) for k in table.partition_keys)]
-    schema = {
-        "type": "struct",
-        "fields": [
-            {"name": c.name, "type": spark_json_type(c.type), "nullable": True, "metadata": {}} for c in ordered
-        ],
-    }
-    params = {
-        "spark.sql.sources.provider": table.options["format"],
-        "spark.sql.sources.schema": json.dumps(schema),
-        "spark.sql.partitionProvider": "catalog",
-        "spark.sql.sources.schema.numPartCols": str(len(table.partition_keys)),
-    }
-    params.update({f"spark.sql.sources.schema.partCol.{i}": key for i, key in enumerate(table.partition_keys)})
     return params
 
 

@@ -27,12 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 
-from sqlext.errors import PartitionTimeError
+from sqlext.errors import OptionError, PartitionTimeError
 from sqlext.loading import load_class
 
 #: Java pattern letters sqlext's formatter understands -> the field each sets.
 _FIELDS = {"y": "year", "u": "year", "M": "month", "d": "day", "H": "hour", "m": "minute", "s": "second"}
 _DEFAULT_FORM = "y-M-d[ H:m:s[.fraction]]"
+#: A ``$name`` left in a timestamp pattern once every partition key's placeholder is replaced.
+_PLACEHOLDER = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*")
 
 
 class PartitionTimeExtractor(ABC):
@@ -214,6 +216,27 @@ class DefaultPartitionTimeExtractor(PartitionTimeExtractor):
                 option="partition.time-extractor.timestamp-pattern",
                 value=text,
             ) from None
+
+
+def check_timestamp_pattern(pattern: str | None, keys: Sequence[str], table: object) -> None:
+    """Refuse a ``partition.time-extractor.timestamp-pattern`` naming a ``$placeholder`` that is no partition
+    key of ``table`` (``keys``): Flink replaces only the keys' placeholders and fails the running job on the
+    text left, at the first partition; that is known from the DDL already."""
+    if pattern is None:
+        return
+    text = pattern
+    for key in keys:  # in the keys' order, as Flink replaces them
+        text = text.replace(f"${key}", "0")
+    unknown = _PLACEHOLDER.findall(text)
+    if unknown:
+        allowed = ", ".join(f"${key}" for key in keys) or "none: the table is not partitioned"
+        raise OptionError(
+            f"Table {table}: 'partition.time-extractor.timestamp-pattern' = '{pattern}' names "
+            f"{', '.join(dict.fromkeys(unknown))}, which is no partition column, so no partition time could be "
+            f"extracted and no partition would be committed. Its placeholders are the partition keys: {allowed}.",
+            option="partition.time-extractor.timestamp-pattern",
+            value=pattern,
+        )
 
 
 def create_extractor(

@@ -13,6 +13,7 @@ from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.extractor import check_timestamp_pattern
 from sqlext.connectors.filesystem.incremental.window import SNAPSHOT_KEY, no_snapshot_ids
 from sqlext.connectors.filesystem.source import METADATA_FIELDS, read_table
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings, is_streaming_source
@@ -82,6 +83,8 @@ class FileSystemTableFactory(ConnectorFactory):
                 "times, so 'partition.time-extractor.class' is required.",
                 option=fso.TIME_EXTRACTOR_CLASS.key,
             )
+        if options.get(fso.TIME_EXTRACTOR_KIND) != "custom" and _extracts_partition_times(options):
+            check_timestamp_pattern(options.get(fso.TIME_EXTRACTOR_PATTERN), table.partition_keys, table.identifier)
         StreamingSourceSettings.from_table(table)
         for column in table.columns:
             if column.metadata_key and column.metadata_key not in METADATA_FIELDS:
@@ -101,6 +104,12 @@ class FileSystemTableFactory(ConnectorFactory):
         if table.partition_keys and fso.COMMIT_TRIGGER.key not in table.options:
             defaults.append((fso.COMMIT_TRIGGER.key, fso.TRIGGER_PROCESS_TIME))
         return defaults
+
+    def partitions_in_metastore(self, table: TableDefinition) -> bool:
+        """Only the ``metastore`` commit policy registers partitions (it is one of the defaults); without it,
+        as in Flink, the table's partitions are its committed ``k=v`` directories."""
+        kinds = Options(table.options).get(fso.COMMIT_POLICY_KIND) or fso.DEFAULT_POLICIES
+        return fso.POLICY_METASTORE in kinds
 
     def is_bounded(self, table: TableDefinition) -> bool:
         """Bounded unless ``source.monitor-interval`` is set or ``streaming-source.enable`` is true."""
@@ -129,6 +138,18 @@ class FileSystemTableFactory(ConnectorFactory):
         from sqlext.connectors.filesystem.sink import FileSystemSink
 
         return FileSystemSink(context)
+
+
+def _extracts_partition_times(options: Options) -> bool:
+    """Whether partition times are extracted: by the ``partition-time`` commit trigger, by a streaming read in
+    ``partition-time`` order, or by partition expiration by ``values-time``."""
+    if options.get(fso.COMMIT_TRIGGER) == fso.TRIGGER_PARTITION_TIME:
+        return True
+    ordered = options.get(fso.STREAMING_SOURCE_PARTITION_ORDER) == fso.ORDER_PARTITION_TIME
+    if options.get(fso.STREAMING_SOURCE_ENABLE) and ordered:
+        return True
+    expires = options.get(fso.PARTITION_EXPIRATION_TIME) is not None
+    return expires and options.get(fso.PARTITION_EXPIRATION_STRATEGY) == fso.EXPIRATION_VALUES_TIME
 
 
 def _check_format_options(raw: Mapping[str, str], fmt: str) -> None:

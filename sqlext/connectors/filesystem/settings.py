@@ -8,7 +8,7 @@ from datetime import timedelta
 from sqlext.connectors.filesystem import files
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.done_policies import MARK_DONE_POLICIES
-from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, create_extractor
+from sqlext.connectors.filesystem.extractor import PartitionTimeExtractor, check_timestamp_pattern, create_extractor
 from sqlext.connectors.filesystem.policies import PartitionCommitPolicy, create_policies
 from sqlext.errors import ValidationError
 from sqlext.io.fs import FileStatus, FileSystem, normalize
@@ -90,7 +90,10 @@ class SinkSettings:
         return bool(self.keys)
 
     def extractor(self) -> PartitionTimeExtractor:
+        """The table's partition time extractor; a ``default`` one's pattern checked against the keys."""
         options = self.options
+        if options.get(fso.TIME_EXTRACTOR_KIND) != "custom":
+            check_timestamp_pattern(options.get(fso.TIME_EXTRACTOR_PATTERN), self.keys, self.table.identifier)
         return create_extractor(
             options.get(fso.TIME_EXTRACTOR_KIND),
             options.get(fso.TIME_EXTRACTOR_CLASS),

@@ -112,6 +112,12 @@ class RunningInsert:
         except BaseException as exc:  # reported through wait(); the thread must not die silently
             self.error = exc
             log.error("%s: committing the insert's last batch or partitions failed: %s", self.name, exc)
+            if self.query.isActive:  # a failed tick: the insert must not run on committing nothing
+                log.error("%s: stopping the insert; committed batches stay committed", self.name)
+                try:
+                    self.query.stop()
+                except Exception as stop_failure:  # the error above is the insert's; this one only follows it
+                    log.error("%s: stopping the query failed: %s", self.name, stop_failure)
         finally:
             self.committer.close()
             self.finished.set()

@@ -8,6 +8,8 @@ As a source:
 - unbounded with ``source.monitor-interval``: a file stream (``spark.readStream``) that picks up new files
   and new partition directories. Spark lists the directory once per micro-batch, so the insert's trigger
   interval (``execution.checkpointing.interval``), not the monitor interval, paces the listing;
+- the ``path`` must exist (as in Flink; the empty directory the metastore made at CREATE TABLE counts as
+  missing until something is written there, see :func:`_check_path_exists`);
 - partition columns come from ``k=v`` directories (read as strings, then cast to the column type);
   ``__HIVE_DEFAULT_PARTITION__`` and the table's ``partition.default-name`` read as NULL;
 - ``source.path.regex-pattern`` must match the whole path of a file (its URI path, decoded, as Flink
@@ -39,6 +41,7 @@ from sqlext.catalog.evolution import file_fields
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.incremental.plan import RowRanges
 from sqlext.connectors.filesystem.incremental.window import Window
+from sqlext.errors import FileSystemError
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
 
@@ -82,7 +85,42 @@ def read_table(context: SourceContext) -> DataFrame:
     window = Options(context.table.options).get(fso.INCREMENTAL_BETWEEN_TIMESTAMP)
     if window is not None and not context.streaming:
         return _read_window(context, window)
+    _check_path_exists(context.table)
     return _read(context)
+
+
+def _check_path_exists(table: TableDefinition) -> None:
+    """A source's ``path`` must exist, as in Flink ("File ... does not exist"): a typo fails the statement
+    naming it, rather than reading no rows. The empty directory the metastore made at CREATE TABLE, that
+    nothing was written into since, counts as missing (:mod:`sqlext.catalog.locations`), but for a watched
+    source (``source.monitor-interval``), which waits for its files with a warning. Flink reads no rows where
+    a *partitioned* table's path does not exist; sqlext fails there too (docs/connectors.md)."""
+    from sqlext.catalog.locations import made_and_unwritten
+    from sqlext.io.fs import FileSystem
+
+    options = Options(table.options)
+    path = options.require(fso.PATH)
+    if not FileSystem(path).exists(path):
+        made = ""
+    elif made_and_unwritten(path):
+        if options.get(fso.SOURCE_MONITOR_INTERVAL) is not None:  # a watched directory may wait for its files
+            log.warning(
+                "%s is read from '%s', an empty directory the metastore made at CREATE TABLE: nothing was written "
+                "there yet, and the read waits for files. Check the table's 'path' for a typo.",
+                table.identifier,
+                path,
+            )
+            return
+        made = " (the metastore made an empty directory there at CREATE TABLE, and nothing was written into it since)"
+    else:
+        return
+    raise FileSystemError(
+        f"Table {table.identifier} is read from '{path}', which does not exist{made}. Check the table's 'path' "
+        "for a typo (SHOW CREATE TABLE shows it), and that this process may see it. A table's path exists once "
+        "something is written there: a sink's may be missing, a source's may not.",
+        option=fso.PATH.key,
+        value=path,
+    )
 
 
 def _read(context: SourceContext, files: Sequence[str] = (), rows: RowRanges = ()) -> DataFrame:

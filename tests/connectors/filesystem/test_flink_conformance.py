@@ -342,6 +342,10 @@ OPTION_CASES: list[OptionCase] = [
     *_opt("partition.time-extractor.kind", "custom"),
     _with("partition.time-extractor.kind", "custom", ("sink.partition-commit.trigger", "process-time")),
     _with("partition.time-extractor.kind", "custom", PARTITION_TIME, deliberate=EARLIER),
+    # A pattern naming no partition column: Flink's job fails on the text left at the first partition.
+    *_opt("partition.time-extractor.timestamp-pattern", "$day 00:00:00"),
+    _with("partition.time-extractor.timestamp-pattern", "$day 00:00:00", PARTITION_TIME, deliberate=EARLIER),
+    _with("partition.time-extractor.timestamp-pattern", "$dt", PARTITION_TIME),
     # Values Flink takes at CREATE and at INSERT, and refuses only in the running job (or never).
     _with("sink.partition-commit.policy.kind", "custom", deliberate=EARLIER),
     _with("sink.partition-commit.policy.kind", "nosuch", deliberate=EARLIER),

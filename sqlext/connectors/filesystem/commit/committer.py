@@ -76,6 +76,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sqlext import faults, listeners
+from sqlext.catalog.locations import unmark_made_dir
 from sqlext.connectors.filesystem.commit.background import BackgroundCommits
 from sqlext.connectors.filesystem.commit.moves import BatchMover
 from sqlext.connectors.filesystem.commit.partition_commit import PartitionCommitter
@@ -150,6 +151,7 @@ class BatchCommitter:
         )
         self.progress = InsertProgress()
         self.insert = self._partitions.insert
+        self._wrote = False  # whether this committer moved a batch's files into the table (unmark_made_dir)
 
     # -- trigger state ---------------------------------------------------------------------------
 
@@ -234,6 +236,8 @@ class BatchCommitter:
                 self.wait_committed()
                 with self._lock:
                     entry = self._planner.plan(batch_id, staged, info)
+                    if not final:  # before anything is recorded or moved (a batch insert asks no trigger)
+                        self.trigger.check(entry.partitions.items())
                     entry.pending_partitions = sorted(self.trigger.state.pending)
                     entry.operation = "overwrite" if overwrite else "append"
                     entry.final = final
@@ -274,6 +278,11 @@ class BatchCommitter:
             if entry.state is not State.COMPLETED:
                 self._mover.move(entry)
                 fault_point("after-log", batch)
+                if self._partitions.lists_partitions:
+                    self._partitions.forget_spark_listing()  # the batch's files are there to read now
+                if not self._wrote:
+                    unmark_made_dir(self.fs, self.settings.path)  # something is written there now
+                    self._wrote = True
             else:
                 # A replay or a restart's recovery: a crash between recording `completed` and removing the
                 # staging (or manifest) dir leaves the dir behind.

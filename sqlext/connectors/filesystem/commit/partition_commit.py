@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlext import listeners
 from sqlext.catalog.metastore.client import PARALLEL_CALLS, PARTITION_BATCH, MetastoreClient, RetryPolicy
+from sqlext.catalog.spark_reads import lists_partitions
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import (
@@ -82,6 +83,8 @@ class PartitionCommitter:
         retry = RetryPolicy(deadline_s=METASTORE_WAIT_S)
         self.metastore = MetastoreClient(metastore_uri, retry) if metastore_uri else None
         self.spark = spark
+        #: Whether Spark finds the table's partitions by listing it (no ``metastore`` policy).
+        self.lists_partitions = lists_partitions(settings.table)
         self.policies = settings.policies()
         self.trigger = self._restore_trigger()
         self._row_counts = row_counts
@@ -365,11 +368,24 @@ class PartitionCommitter:
         commit (profiled; the first one also starts Spark's Hive client), so it is done only then: when
         the metastore policy did not just add every partition, and, after a restart, when what was
         committed before is not known here."""
-        if all(context.new_in_metastore for context in contexts):
-            return False
+        if self.lists_partitions or all(context.new_in_metastore for context in contexts):
+            return False  # a listed table's listing was dropped when its files were moved
         if not self._committed_here:
             return True
         return any(partition.path in self._committed_here for partition in ready)
+
+    def forget_spark_listing(self) -> None:
+        """Make this session's next query of the table list its files again, for a table Spark lists
+        (:func:`sqlext.catalog.spark_reads.lists_partitions`): Spark keeps a data source table's file listing with
+        its resolved relation. Dropping that is a map removal; ``refreshTable`` would list the table now."""
+        ident = self.settings.table.identifier
+        try:
+            name = self.spark._jvm.org.apache.spark.sql.catalyst.QualifiedTableName.apply(
+                "spark_catalog", ident.database.lower(), ident.name.lower()
+            )
+            self.spark._jsparkSession.sessionState().catalog().invalidateCachedTable(name)
+        except Exception as exc:  # no JVM at hand (Spark Connect, the Python writer): nothing cached here
+            log.debug("could not drop Spark's cached listing of %s: %s", ident, exc)
 
     def _refresh_spark_cache(self) -> None:
         ident = self.settings.table.identifier

@@ -121,6 +121,11 @@ class PartitionCommitTrigger(ABC):
         """Every pending partition (end of input commits them all)."""
         return sorted(self.state.pending.values(), key=lambda p: p.path)
 
+    def check(self, partitions: Iterable[tuple[str, Sequence[str]]]) -> None:
+        """Raise if the trigger could never decide on one of ``partitions`` (before their files are moved);
+        a process-time trigger decides on any."""
+        return None
+
     @abstractmethod
     def ready(self, watermark_ms: int | None, now_ms: int) -> list[PendingPartition]:
         """The pending partitions ready to commit now."""
@@ -153,6 +158,13 @@ class PartitionTimeTrigger(PartitionCommitTrigger):
         self.idle_timeout = idle_timeout
         #: The highest watermark seen (Spark's never goes back): what a tick between batches compares with.
         self.watermark_ms: int | None = None
+
+    def check(self, partitions: Iterable[tuple[str, Sequence[str]]]) -> None:
+        """Extract each new partition's time: a value the pattern or formatter cannot read raises
+        :class:`PartitionTimeError` naming the partition and the text, as Flink's job fails."""
+        for path, values in partitions:
+            if path not in self.state.pending:
+                self.extractor.extract(self.keys, values)
 
     def partition_deadline_ms(self, partition: PendingPartition) -> int:
         """The epoch millis the watermark must pass for this partition to be ready."""
