@@ -7,4 +7,5 @@ pytest_plugins = [
     "tests.support.stores",
     "tests.support.ordering",
     "tests.support.class_archive",
+    "tests.support.java_classes",
 ]
