@@ -70,6 +70,7 @@ def share_classes(conf: Mapping[str, str], mode: ClassSharing) -> Path | None:
     _remove_abandoned(archive)
     if archive.is_file():
         _set_options(f"-XX:SharedArchiveFile={archive}")
+        log.info("the Spark driver starts from its class archive %s", archive)
         return archive
     if mode is not ClassSharing.WRITE:
         _set_options("")

@@ -74,8 +74,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    (Path(site) / "shared-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=300)
+    # After the install: pip would take the sqlext installed here (an editable one) for the wheel's.
+    (Path(site) / "shared-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return venv
 
 
@@ -91,7 +92,9 @@ def test_the_wheel_runs_the_demo_and_the_csv_joiner_on_a_jre_without_a_compiler(
     cache, home, port = tmp_path / "cache", tmp_path / "demo", free_port()
     env = _env(jre, cache)
     python = str(installed / "bin" / "python")
-    where = subprocess.run([python, "-c", "import sqlext; print(sqlext.__file__)"], env=env, capture_output=True)
+    where = subprocess.run(
+        [python, "-c", "import sqlext; print(sqlext.__file__)"], env=env, cwd=tmp_path, capture_output=True
+    )
     package = Path(where.stdout.decode().strip()).parent
     assert package.is_relative_to(installed), "the wheel's sqlext, not the checkout's"
     assert sorted(p.name for p in (package / "_jars").glob("*.jar")) == sorted(javac.JARS)
