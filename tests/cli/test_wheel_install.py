@@ -25,11 +25,11 @@ from tests.support.waiting import free_port
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[2]
-#: What Spark, Hive's client and the metastore need of the JDK, without jdk.compiler (java.compiler is the
-#: javax.tools API only, with no compiler behind it).
+#: What Spark (its JVM options add jdk.incubator.vector), Hive's client and the metastore need of the JDK, without
+#: jdk.compiler (java.compiler is the javax.tools API only, with no compiler behind it).
 JRE_MODULES = (
     "java.se,jdk.unsupported,jdk.crypto.ec,jdk.security.auth,jdk.security.jgss,jdk.management,jdk.zipfs,"
-    "jdk.charsets,jdk.naming.dns,jdk.httpserver,jdk.localedata"
+    "jdk.charsets,jdk.naming.dns,jdk.httpserver,jdk.localedata,jdk.incubator.vector"
 )
 
 
