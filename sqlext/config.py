@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from sqlext.errors import ConfigError
@@ -66,13 +67,25 @@ KEYS: dict[str, str] = {
     "Unset: none; 0: a free port, logged.",
     METRICS_HOST: "Address the metrics endpoint listens on (default 127.0.0.1; 0.0.0.0 for every interface).",
     DRIVER_CLASS_SHARING: "Whether a Spark driver JVM that sqlext launches starts from a class data sharing archive "
-    "of the classes Spark loads (default true; the first such driver writes it, about 200 MB, to "
-    "~/.cache/sqlext/class-sharing as it exits; docs/operations.md).",
+    "of the classes Spark loads: existing (default: the archive `sqlext warm-up` wrote, if any; none is written), "
+    "true (also write one, about 200 MB in ~/.cache/sqlext/class-sharing, as a driver that found none exits) or "
+    "false (never; docs/operations.md).",
     SESSION_PREFIX + "<key>": "A sqlext session option (as SET '<key>' = '...'), e.g. execution.runtime-mode.",
     PREFIX + "gateway.*": (
         "The gateway's authentication, authorization, admins and TLS (declared in sqlext.gateway.security.KEYS)."
     ),
 }
+
+
+class ClassSharing(StrEnum):
+    """The values of ``spark.sqlext.driver.class-sharing`` (:mod:`sqlext.spark.class_sharing`)."""
+
+    #: Start from the archive when there is one; write none.
+    EXISTING = "existing"
+    #: Start from the archive; a driver that finds none writes it as it exits.
+    WRITE = "true"
+    #: Neither.
+    OFF = "false"
 
 
 def read_conf_file(path: Path) -> dict[str, str]:
@@ -138,17 +151,19 @@ class SqlextConfig:
         return METASTORE_RETRY_DEADLINE in self.values
 
     @property
-    def driver_class_sharing(self) -> bool:
-        """Whether a driver JVM that sqlext launches uses a class data sharing archive
+    def driver_class_sharing(self) -> ClassSharing:
+        """How a driver JVM that sqlext launches uses a class data sharing archive
         (``spark.sqlext.driver.class-sharing``, :mod:`sqlext.spark.class_sharing`)."""
-        raw = self.values.get(DRIVER_CLASS_SHARING, "true")
-        if raw.strip().lower() not in ("true", "false"):
+        raw = self.values.get(DRIVER_CLASS_SHARING, ClassSharing.EXISTING.value)
+        try:
+            return ClassSharing(raw.strip().lower())
+        except ValueError:
+            allowed = ", ".join(mode.value for mode in ClassSharing)
             raise ConfigError(
-                f"Invalid value for '{DRIVER_CLASS_SHARING}': '{raw}'. Expected true or false.",
+                f"Invalid value for '{DRIVER_CLASS_SHARING}': '{raw}'. Expected one of: {allowed}.",
                 option=DRIVER_CLASS_SHARING,
                 value=raw,
-            )
-        return raw.strip().lower() == "true"
+            ) from None
 
     @property
     def home(self) -> Path:

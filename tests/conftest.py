@@ -8,4 +8,5 @@ pytest_plugins = [
     "tests.support.ordering",
     "tests.support.class_archive",
     "tests.support.kdc",
+    "tests.support.java_classes",
 ]

@@ -231,6 +231,12 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _warm_up(args: argparse.Namespace) -> int:
+    from sqlext.cli.warm_up import run_warm_up
+
+    return run_warm_up(args)
+
+
 def _add_conf_flags(parser: argparse.ArgumentParser) -> None:
     """The one way every command that reaches the metastore or Spark is configured (see ``CONF_HELP``)."""
     parser.add_argument("--conf", action="append", metavar="KEY=VALUE", help=CONF_HELP)
@@ -362,6 +368,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--home", help="directory for the demo's metastore, data and checkpoints")
     demo.add_argument("--port", type=int, default=9083, help="embedded metastore port (default 9083)")
     demo.set_defaults(handler=_demo)
+
+    from sqlext.cli.warm_up import HELP as WARM_UP_HELP
+
+    warm_up = commands.add_parser("warm-up", help=WARM_UP_HELP)
+    _add_conf_flags(warm_up)
+    warm_up.set_defaults(handler=_warm_up)
     return parser
 
 

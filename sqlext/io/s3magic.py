@@ -11,9 +11,10 @@ multipart upload to its final key, and completed by sqlext once its commit log r
   its files' uploads (:func:`pending_uploads`); sqlext records them in the batch's plan;
 - the publish: :class:`Uploads` completes (or aborts) an upload through S3A's own ``CommitOperations``.
 
-The two Java classes are compiled at first use (:mod:`sqlext.javac`) against the jars of the running JVM and
-loaded into it: on the driver through the Hadoop configuration's class loader (Hadoop resolves committer
-factories there), on executors as a jar added to the session (``addJar``).
+The two Java classes are built with the package (``sqlext-s3a-committer.jar``, :mod:`sqlext.javac`; against stubs of
+S3A's classes, as hadoop-aws is on the class path only at run time) and loaded into the running JVM: on the driver
+through the Hadoop configuration's class loader (Hadoop resolves committer factories there), on executors as a jar
+added to the session (``addJar``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import json
 import logging
 import re
 import threading
-from pathlib import Path
 from typing import Any
 
 from sqlext import javac, jvm_classes
@@ -31,7 +31,7 @@ from sqlext.io.fs import FileSystem, join
 
 log = logging.getLogger("sqlext.commit")
 
-SOURCES = [Path(__file__).with_name(name) for name in ("SqlextMagicCommitter.java", "SqlextMagicCommitterFactory.java")]
+JAR = "sqlext-s3a-committer.jar"
 FACTORY_CLASS = "io.sqlext.s3a.SqlextMagicCommitterFactory"
 #: Spark's committer that binds a Parquet (or any file) write to the scheme's committer factory.
 BINDING_COMMITTER = "org.apache.spark.internal.io.cloud.BindingParquetOutputCommitter"
@@ -94,7 +94,7 @@ def write_options(query: str, batch: int) -> dict[str, str]:
 
 def available(spark_context: Any) -> bool:
     """Whether batches can be written with the magic committer in this JVM: S3A's committer and Spark's
-    binding committer on the class path (logged once when not), sqlext's classes compiled and loaded."""
+    binding committer on the class path (logged once when not), sqlext's classes loaded."""
     conf = spark_context._jsc.hadoopConfiguration()
     with _lock:
         key = jvm_classes.context_key(spark_context)
@@ -116,12 +116,10 @@ def _install(spark_context: Any, conf: Any) -> bool:
         return False
     if conf.getClassByNameOrNull(FACTORY_CLASS) is not None:
         return True  # put on the class path by the user
-    source = conf.getClassByName(MAGIC_COMMITTER).getProtectionDomain().getCodeSource()
-    aws_jar = Path(str(source.getLocation().toURI().getPath()))
     try:
-        jar = jvm_classes.compiled_jar(spark_context, "s3a-committer", SOURCES, "sqlext-s3a-committer.jar", [aws_jar])
-    except javac.JavaCompileError as exc:
-        log.warning("s3a:// tables are committed by copying each file: sqlext's committer did not compile: %s", exc)
+        jar = javac.packaged_jar(JAR)
+    except javac.MissingJarError as exc:
+        log.warning("s3a:// tables are committed by copying each file: %s", exc)
         return False
     # The loader of every Hadoop configuration the session derives from this one (they copy it).
     conf.setClassLoader(jvm_classes.added_jar(spark_context, jar, conf.getClassLoader()))

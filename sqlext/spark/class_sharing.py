@@ -2,14 +2,16 @@
 
 A Spark driver loads and verifies tens of thousands of classes as it starts (Spark, Hive's client, Hadoop,
 Parquet), the same ones at every start: seconds of each ``sqlext run``. The JDK's dynamic class data sharing
-archive (JEP 350, Java 13 and later) keeps them in a file the next JVM maps in. The first driver that sqlext
-launches with a given Java, pyspark installation and driver class path writes the archive as it exits
-(``-XX:ArchiveClassesAtExit``; that one run is slower, by about 25 s on a 2-core machine); the drivers after it
-start from it (``-XX:SharedArchiveFile``). The archive lives in sqlext's cache dir (:func:`sqlext.javac.cache_dir`),
-named after what it depends on, and goes when its pyspark installation does; a JVM that finds an archive it cannot
-use starts as it would without one. Only a JVM that sqlext itself launches gets it (under ``spark-submit`` the JVM
-is already running), and not where the user's JVM options set class sharing themselves.
-``spark.sqlext.driver.class-sharing=false`` turns it off.
+archive (JEP 350, Java 13 and later) keeps them in a file the next JVM maps in. It is written only when asked:
+by ``sqlext warm-up`` (:mod:`sqlext.cli.warm_up`), or by the first driver of a Java, pyspark installation and
+driver class path run with ``spark.sqlext.driver.class-sharing=true``, as it exits (``-XX:ArchiveClassesAtExit``;
+that run is slower, by about 25 s on a 2-core machine, and the file is about 200 MB). Drivers start from it
+(``-XX:SharedArchiveFile``) when it is there, unless the setting is ``false``. The archive lives in sqlext's cache
+dir (:func:`sqlext.javac.cache_dir`), named after what it depends on, and goes when its pyspark installation does;
+a JVM that finds an archive it cannot use starts as it would without one. A Java runtime without a base archive
+(a jlink'd one made without ``--generate-cds-archive``) cannot write one: the driver then starts without, with a
+warning. Only a JVM that sqlext itself launches gets it (under ``spark-submit`` the JVM is already running), and
+not where the user's JVM options set class sharing themselves.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from sqlext.config import ClassSharing
 from sqlext.javac import cache_dir
 from sqlext.process import alive
 from sqlext.spark.memory import SUBMIT_OPTS_ENV, jvm_process
@@ -31,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: How long the process that writes the archive waits, at its exit, for its JVM to have written it.
 WRITE_WAIT_S = 300.0
+#: The Java runtime's own (base) archives, one of which a dynamic archive is written on top of.
+BASE_ARCHIVES = ("classes.jsa", "classes_nocoops.jsa")
 #: JVM options that mean the driver's class sharing is already set: sqlext then leaves it alone.
 _USER_SHARING = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
 
@@ -48,14 +53,16 @@ def archive_path(conf: Mapping[str, str], java: str | None = None) -> Path:
     return cache_dir() / "class-sharing" / f"spark-driver-{key}.jsa"
 
 
-def share_classes(conf: Mapping[str, str]) -> Path | None:
-    """Make the driver JVM this process launches next start from the archive, or write it when there is none
-    yet (see the module docstring). Call it before the JVM starts; a no-op under ``spark-submit``. Returns the
-    archive the JVM is to start from (None: none yet, or not launched here)."""
+def share_classes(conf: Mapping[str, str], mode: ClassSharing) -> Path | None:
+    """Make the driver JVM this process launches next start from the archive, or with ``mode`` WRITE write it when
+    there is none yet (see the module docstring). Call it before the JVM starts; a no-op under ``spark-submit``.
+    Returns the archive the JVM is to start from (None: none, or not launched here)."""
     from pyspark import SparkContext
 
-    if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+    if mode is ClassSharing.OFF or SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return None
+    if _pending:
+        return None  # this process's driver is already set to write it (``sqlext warm-up``)
     options = [*os.environ.get(SUBMIT_OPTS_ENV, "").split(), *conf.get("spark.driver.extraJavaOptions", "").split()]
     if any(marker in option for option in options if option not in _ours for marker in _USER_SHARING):
         return None  # the user's own class sharing settings
@@ -63,13 +70,44 @@ def share_classes(conf: Mapping[str, str]) -> Path | None:
     _remove_abandoned(archive)
     if archive.is_file():
         _set_options(f"-XX:SharedArchiveFile={archive}")
+        log.info("the Spark driver starts from its class archive %s", archive)
         return archive
+    if mode is not ClassSharing.WRITE:
+        _set_options("")
+        return None
+    java_home = Path(os.path.realpath(_java())).parent.parent
+    if not any((java_home / "lib" / "server" / name).is_file() for name in BASE_ARCHIVES):
+        log.warning(
+            "the Spark driver starts without a class archive: its Java runtime %s has no base CDS archive "
+            "(lib/server/classes.jsa), which writing one needs (`java -Xshare:dump` makes it)",
+            java_home,
+        )
+        _set_options("")
+        return None
     archive.parent.mkdir(parents=True, exist_ok=True)
     scratch = _scratch(archive, os.getpid())
     _set_options(f"-XX:ArchiveClassesAtExit={scratch}")
+    _pending[:] = [scratch, archive]
     atexit.register(_keep_archive, scratch, archive)
     log.info("the Spark driver's classes are written to %s as it exits, for later starts", archive)
     return None
+
+
+def writing() -> Path | None:
+    """The archive the driver JVM of this process is set to write as it exits, if any."""
+    return _pending[1] if _pending else None
+
+
+def write_now() -> Path | None:
+    """End this process's driver JVM now, so that it writes the archive it is set to write, and put it in place;
+    return it (None: none was to be written, or the JVM did not write it)."""
+    if not _pending:
+        return None
+    scratch, archive = _pending
+    atexit.unregister(_keep_archive)
+    _pending.clear()
+    _keep_archive(scratch, archive)
+    return archive if archive.is_file() else None
 
 
 def unusable(archive: Path) -> None:
@@ -91,6 +129,8 @@ def _set_options(option: str) -> None:
 _QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 #: The options sqlext put in ``SPARK_SUBMIT_OPTS`` (the others there are the user's).
 _ours: set[str] = set()
+#: The scratch file and the archive this process's driver JVM is to write as it exits (empty: none).
+_pending: list[Path] = []
 
 
 def _scratch(archive: Path, pid: int) -> Path:

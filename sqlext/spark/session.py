@@ -86,9 +86,7 @@ def spark_session(
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
     # A JVM started here gets ``conf`` too: its launch settings (spark.driver.memory) apply only then.
     launch = SparkConf(loadDefaults=False).setAll(list((conf or {}).items()))
-    shared = None
-    if SqlextConfig.load(conf or {}).driver_class_sharing:
-        shared = class_sharing.share_classes(conf or {})
+    shared = class_sharing.share_classes(conf or {}, SqlextConfig.load(conf or {}).driver_class_sharing)
     try:
         _ensure_jvm(launch)
     except Exception:

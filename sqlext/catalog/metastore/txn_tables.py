@@ -31,7 +31,8 @@ from sqlext.errors import MetastoreError
 log = logging.getLogger(__name__)
 
 _HERE = Path(__file__).resolve().parent
-SOURCE = _HERE / "TxnTables.java"
+#: The jar built with the package that holds ``TxnTables.java`` (:mod:`sqlext.javac`).
+JAR = "sqlext-metastore.jar"
 DDL_DIR = _HERE / "txn"
 #: How long creating the tables may take (a JVM start, a Derby boot, a dozen statements).
 TIMEOUT_S = 120.0
@@ -51,7 +52,7 @@ def ensure(java: str, hive_site: Path, ddl: Path, driver_classpath: Sequence[str
     ``driver_classpath`` holds the JDBC driver's jars. Raises :class:`MetastoreError` with the program's
     message (naming the table) when a statement fails, nothing of this run being left created.
     """
-    classes = _compiled(java)
+    classes = _compiled()
     derby_log.parent.mkdir(parents=True, exist_ok=True)
     command = [
         java,
@@ -82,14 +83,8 @@ def ensure(java: str, hive_site: Path, ddl: Path, driver_classpath: Sequence[str
     return created
 
 
-def _compiled(java: str) -> Path:
+def _compiled() -> Path:
     try:
-        return javac.compiled(java, "metastore-txn-tables", [SOURCE], [], "TxnTables.class")
-    except javac.JavaCompileError as exc:
-        if exc.no_compiler:
-            raise MetastoreError(
-                f"Cannot compile {SOURCE.name}, which creates Hive's transaction tables: '{java}' has no Java "
-                "compiler (module jdk.compiler). Install a full Java 17 runtime or JDK (Debian: "
-                "openjdk-17-jre-headless), or set spark.sqlext.metastore.uris to an existing metastore."
-            ) from None
-        raise MetastoreError(f"Cannot compile {SOURCE.name}, which creates Hive's transaction tables:\n{exc}") from None
+        return javac.packaged_jar(JAR)
+    except javac.MissingJarError as exc:
+        raise MetastoreError(f"Cannot create Hive's transaction tables: {exc.message}") from None

@@ -22,7 +22,7 @@ record, as Flink's reader sees it too).
 ``CsvRecordJoiner.java`` (:mod:`sqlext.connectors.filesystem.csv_records_jvm`) joins by these rules on the
 executors' JVMs, and :func:`records` runs it wherever it can; :func:`record_fields` has it split each record
 into its fields there too (``CsvFields.java``). :class:`RecordJoiner` is the path of a session without a JVM of
-its own (Spark Connect) or without a Java compiler.
+its own (Spark Connect) or of an installation without sqlext's jars.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 JVMs. It gives the same records by the same rules, without sending every line to a Python worker and back (the
 Python pass cost a second or more per process to start its workers, and a copy of every line and its file's path).
 
-The class is compiled at first use (:mod:`sqlext.javac`) against the running JVM's jars, loaded on the driver by a
-class loader of its own, and added to the session's jars for the executors (``addJar``). A session without a JVM
-of its own (Spark Connect), or a JVM with no Java compiler, joins records in Python instead.
+The class is built with the package (``sqlext-csv.jar``, :mod:`sqlext.javac`), loaded on the driver by a class loader
+of its own, and added to the session's jars for the executors (``addJar``). A session without a JVM of its own
+(Spark Connect), or an installation without the jar, joins records in Python instead.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlext import javac, jvm_classes
@@ -25,9 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SOURCES = [Path(__file__).with_name("CsvRecordJoiner.java"), Path(__file__).with_name("CsvFields.java")]
 CLASS = "io.sqlext.csv.CsvRecordJoiner"
-JAR = "sqlext-csv-records.jar"
+JAR = "sqlext-csv.jar"
 
 _lock = threading.Lock()
 #: SparkContext (its JVM object's id, its application) -> the joiner's class there, or None where it cannot load.
@@ -112,8 +110,8 @@ def _output_schema(framed: DataFrame, width: int, fields: Mapping[str, str] | No
 
 
 def _joiner_class(frame: DataFrame) -> Any:
-    """The joiner's class in the frame's JVM (compiled, loaded and added to the session's jars at first use), or
-    None (no JVM here: Spark Connect; or it did not compile)."""
+    """The joiner's class in the frame's JVM (loaded and added to the session's jars at first use), or None (no
+    JVM here: Spark Connect; or no jar)."""
     if not hasattr(frame, "_jdf"):
         return None
     context = frame.sparkSession.sparkContext
@@ -126,9 +124,9 @@ def _joiner_class(frame: DataFrame) -> Any:
 
 def _load(context: Any) -> Any:
     try:
-        jar = jvm_classes.compiled_jar(context, "csv-records", SOURCES, JAR)
-    except javac.JavaCompileError as exc:
-        log.warning("csv records are joined in Python: sqlext's JVM joiner did not compile: %s", exc)
+        jar = javac.packaged_jar(JAR)
+    except javac.MissingJarError as exc:
+        log.warning("csv records are joined in Python: %s", exc)
         return None
     jvm = context._jvm
     loader = jvm_classes.added_jar(context, jar, jvm.java.lang.Thread.currentThread().getContextClassLoader())
