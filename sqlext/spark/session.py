@@ -207,7 +207,13 @@ class SqlextSession:
         from sqlext.jobs.query import reads_metadata_columns
 
         tree = p.query_tree(text)
-        return tree if tree is not None and reads_metadata_columns(self, tree) else None
+        if tree is None:
+            return None
+        try:
+            reads = reads_metadata_columns(self, tree)
+        except ValidationError:  # a name that is no table's (`TextFileFormat`.`/a/path`): Spark's to answer
+            return None
+        return tree if reads else None
 
     def _wait_for_metastore(self) -> None:
         """Before the session's first statement, sqlext's or Spark's, wait for the metastore as sqlext's client
