@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from sqlext.catalog.metastore import launcher
 from sqlext.config import CLASSPATH_KEYS, METASTORE_URIS, SqlextConfig
 from sqlext.errors import SqlextError
+
+if TYPE_CHECKING:
+    from sqlext.catalog.metastore.client import MetastoreClient
 
 
 def reach_storage(location: str, command_conf: Mapping[str, str]) -> None:
@@ -72,3 +76,11 @@ def metastore_uri(conf: Mapping[str, str]) -> str:
             "does not run. Give --metastore-uri thrift://host:port, or start it with 'sqlext metastore start'."
         )
     return embedded.uri
+
+
+def metastore_client(conf: Mapping[str, str]) -> MetastoreClient:
+    """A client of the metastore :func:`metastore_uri` names, retrying as a session's catalog does: a URI where
+    nothing listens is an error at once, naming it, unless ``spark.sqlext.metastore.retry.deadline`` is set."""
+    from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+
+    return MetastoreClient(metastore_uri(conf), RetryPolicy.configured(SqlextConfig.load(conf)))

@@ -26,13 +26,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_expire(args: argparse.Namespace, conf: dict[str, str], metastore_uri: str) -> int:
-    """Run ``sqlext expire`` on the metastore at ``metastore_uri``; print what expired (or would)."""
+def run_expire(args: argparse.Namespace, conf: dict[str, str], metastore: MetastoreClient) -> int:
+    """Run ``sqlext expire`` on the metastore of the client ``metastore`` (closed at the end); print what expired
+    (or would)."""
     try:
         grace = parse_duration(args.reader_grace) if args.reader_grace else DEFAULT_READER_GRACE
     except ValueError as exc:
         raise SqlextError(f"--reader-grace '{args.reader_grace}' is not {DURATION_FORM}.") from exc
-    with MetastoreClient(metastore_uri) as client:
+    with metastore as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
         reach_storage(table.options.get("path", ""), conf)
         expirer = PartitionExpirer(table, client, grace)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlext.catalog.metastore import launcher
 from sqlext.cli import metastore, status, thriftserver
-from sqlext.cli.conf import command_conf, metastore_uri, parse_conf, reach_storage
+from sqlext.cli.conf import command_conf, metastore_client, parse_conf, reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
 from sqlext.config import SqlextConfig
 from sqlext.console import quiet_third_party_warnings
@@ -34,7 +34,7 @@ def _commits(args: argparse.Namespace) -> int:
     from sqlext.jobs.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     conf = command_conf(args)
-    path = resolve_table_path(args.table, lambda: metastore_uri(conf))
+    path = resolve_table_path(args.table, lambda: metastore_client(conf))
     reach_storage(path, conf)
     entries = commit_log_entries(path, args.query)
     if args.html:
@@ -52,7 +52,6 @@ def _commits(args: argparse.Namespace) -> int:
 
 def _compact(args: argparse.Namespace) -> int:
     from sqlext.catalog.hms import Catalog
-    from sqlext.catalog.metastore.client import MetastoreClient
     from sqlext.connectors.filesystem.compaction.command import compact_table
     from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
     from sqlext.options import DURATION_FORM, MEMORY_FORM, parse_duration, parse_memory_size
@@ -67,7 +66,7 @@ def _compact(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise SqlextError(f"--reader-grace '{args.reader_grace}' is not {DURATION_FORM}.") from exc
     conf = command_conf(args)
-    with MetastoreClient(metastore_uri(conf)) as client:
+    with metastore_client(conf) as client:
         table = Catalog(client).get_table(TableIdentifier.parse(args.table))
         reach_storage(table.options.get("path", ""), conf)
         summary = compact_table(table, client, args.partition or [], target, grace, show_progress=not args.quiet)
@@ -82,7 +81,7 @@ def _expire(args: argparse.Namespace) -> int:
     from sqlext.cli.expire import run_expire
 
     conf = command_conf(args)
-    return run_expire(args, conf, metastore_uri(conf))
+    return run_expire(args, conf, metastore_client(conf))
 
 
 def _server_metastore_uri(conf: dict[str, str]) -> str:

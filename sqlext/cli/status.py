@@ -26,7 +26,7 @@ def add_parser(commands: argparse._SubParsersAction, add_conf_flags: Callable[[a
 
 
 def run(args: argparse.Namespace) -> int:
-    from sqlext.cli.conf import command_conf, metastore_uri, reach_storage
+    from sqlext.cli.conf import command_conf, metastore_client, metastore_uri, reach_storage
     from sqlext.jobs.audit import resolve_table_path
     from sqlext.jobs.status import checkpoint_sinks, insert_statuses, render_status
 
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
     statuses = []
     for table, query in targets:
-        path = resolve_table_path(table, lambda: metastore_uri(conf))
+        path = resolve_table_path(table, lambda: metastore_client(conf))
         reach_storage(path, conf)
         statuses.extend(insert_statuses(path, table, query))
     print(render_status(statuses, as_json=args.json))

@@ -13,17 +13,16 @@ from sqlext.io.fs import FileSystem, normalize
 from sqlext.table import TableIdentifier
 
 
-def resolve_table_path(target: str, metastore_uri: Callable[[], str]) -> str:
-    """A table path URI as given, or the location of ``db.table`` in the metastore, which
-    ``metastore_uri`` names: it is asked only for a table name, a path needs no metastore."""
+def resolve_table_path(target: str, metastore: Callable[[], MetastoreClient]) -> str:
+    """A table path URI as given, or the location of ``db.table`` in the metastore, whose client ``metastore``
+    makes: it is asked only for a table name, a path needs no metastore."""
     if "://" in target or target.startswith(("/", "file:")):
         return normalize(target)
     ident = TableIdentifier.parse(target)
-    uri = metastore_uri()
-    with MetastoreClient(uri) as client:
+    with metastore() as client:
         table = client.get_table(ident.database, ident.name)
     if table is None:
-        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {uri}.")
+        raise TableNotFoundError(f"Table {ident} does not exist in the metastore at {client.uri}.")
     return normalize(table.sd.location)
 
 

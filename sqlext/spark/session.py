@@ -58,14 +58,6 @@ def resolve_metastore_uri(config: SqlextConfig) -> str:
     return config.metastore_uris or launcher.start(launcher.MetastoreSettings.from_config(config)).uri
 
 
-def catalog_retry(config: SqlextConfig) -> RetryPolicy:
-    """How a session's catalog retries: up to the configured deadline; without one, a metastore that refuses
-    the first connection (nothing listens at the URI) is an error at once rather than after a minute."""
-    return RetryPolicy(
-        deadline_s=config.retry_deadline_s, refused_first_connect_fails=not config.retry_deadline_configured
-    )
-
-
 def spark_session(
     app_name: str = "sqlext",
     master: str | None = None,
@@ -140,7 +132,7 @@ class SqlextSession:
         self.metastore_uri = resolve_metastore_uri(self.config)
         from sqlext.catalog.hms import Catalog
 
-        self.catalog = Catalog(MetastoreClient(self.metastore_uri, catalog_retry(self.config)))
+        self.catalog = Catalog(MetastoreClient(self.metastore_uri, RetryPolicy.configured(self.config)))
         self.options: dict[str, str] = self._configured_options()
         from sqlext.metrics import serve_configured
 
@@ -198,7 +190,7 @@ class SqlextSession:
             if isinstance(statement, st.Passthrough):
                 if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
                     raise statement.error  # Spark writing into a sqlext table would bypass its sink
-                if not args and not kwargs and (query := self._query_of_metadata_columns(text)) is not None:
+                if not args and not kwargs and (query := self.query_of_metadata_columns(text)) is not None:
                     from sqlext.jobs.query import run_query
 
                     return run_query(self, query)
@@ -210,13 +202,20 @@ class SqlextSession:
                 exc.statement = statement.sql
             raise
 
-    def _query_of_metadata_columns(self, text: str) -> Any:
+    def query_of_metadata_columns(self, text: str) -> Any:
         """A query that reads a sqlext table with ``METADATA`` columns, which sqlext runs (Spark's view of the
-        table lacks them, and Flink's ``SELECT *`` has them); None for any other statement, which is Spark's."""
+        table lacks them, and Flink's ``SELECT *`` has them); None for any other statement, which is Spark's. The
+        gateway's authorization judges such a query as the one sqlext runs."""
         from sqlext.jobs.query import reads_metadata_columns
 
         tree = p.query_tree(text)
-        return tree if tree is not None and reads_metadata_columns(self, tree) else None
+        if tree is None:
+            return None
+        try:
+            reads = reads_metadata_columns(self, tree)
+        except ValidationError:  # a name that is no table's (`TextFileFormat`.`/a/path`): Spark's to answer
+            return None
+        return tree if reads else None
 
     def _wait_for_metastore(self) -> None:
         """Before the session's first statement, sqlext's or Spark's, wait for the metastore as sqlext's client

@@ -40,6 +40,9 @@ SESSION_KEYS = frozenset(
         "table.sql-dialect",
     }
 )
+#: Flink's ``table.sql-dialect`` and the dialects Flink takes (``SqlDialect``: ``default``, ``hive``, any case).
+SQL_DIALECT = "table.sql-dialect"
+SQL_DIALECTS = ("default", "hive")
 #: Flink's SQL client's ``SET key=value`` and ``RESET key`` (``SetOperationParseStrategy``,
 #: ``ResetOperationParseStrategy`` of Flink's planner): a key without quotes or spaces, and a value either
 #: quoted (``'...'``, no quote inside) or a run of characters other than spaces and ``;``.

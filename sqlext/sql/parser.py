@@ -22,6 +22,8 @@ from sqlext.sql.hints import options_hint
 from sqlext.sql.ownership import (
     FLINK_RESET,
     FLINK_SET,
+    SQL_DIALECT,
+    SQL_DIALECTS,
     is_flink_form,
     read_name,
     spark_takes_key,
@@ -265,7 +267,7 @@ def _set(sql: str, tokens: list[Token]) -> Statement:
     if tokens[1].token_type in (TokenType.STRING, TokenType.UNICODE_STRING):
         if len(tokens) != 4 or tokens[2].token_type != TokenType.EQ:
             raise ParseError(f"Expected SET 'key' = 'value', got: {sql}", statement=sql)
-        return SetOption(sql, tokens[1].text, string_value(tokens[3], sql))
+        return _checked_setting(SetOption(sql, tokens[1].text, string_value(tokens[3], sql)))
     key = sql[tokens[0].end + 1 :].strip()
     if key and "=" not in key and not key.startswith("-") and not any(c.isspace() for c in key):
         return SetOption(sql, key.strip("`"))
@@ -281,7 +283,21 @@ def _set(sql: str, tokens: list[Token]) -> Statement:
             option=flink_key,
         )
     value = flink.group("quoted") if flink.group("quoted") is not None else flink.group("value")
-    return SetOption(sql, flink_key, value)
+    return _checked_setting(SetOption(sql, flink_key, value))
+
+
+def _checked_setting(statement: SetOption) -> SetOption:
+    """A ``SET`` of ``table.sql-dialect`` to a dialect Flink has not is refused as Flink refuses it."""
+    value = statement.value or ""
+    if statement.key == SQL_DIALECT and value.strip().lower() not in SQL_DIALECTS:
+        allowed = " or ".join(f"'{dialect}'" for dialect in SQL_DIALECTS)
+        raise ValidationError(
+            f"Invalid value for '{SQL_DIALECT}': '{value}'. Expected {allowed} (Flink's SQL dialects).",
+            statement=statement.sql,
+            option=SQL_DIALECT,
+            value=value,
+        )
+    return statement
 
 
 def _reset(sql: str, tokens: list[Token]) -> ResetOption:

@@ -299,3 +299,30 @@ def test_a_running_insert_keeps_its_starters_privileges_and_the_table_owner_may_
     assert (job_id, "bobs_stream", "RUNNING") in [row[:3] for row in _rows(alice, "SHOW JOBS")]
     assert _rows(alice, f"STOP JOB '{job_id}'") == [("OK",)]
     assert (job_id, "bobs_stream", "CANCELED") in [row[:3] for row in _rows(bob, "SHOW JOBS")]
+
+
+def test_a_query_of_metadata_columns_is_judged_as_the_query_of_the_tables_it_reads(
+    cursors: dict[str, Any], tmp_path: Path
+) -> None:
+    alice, bob = cursors["alice"], cursors["bob"]
+    path = tmp_path / "with_metadata"
+    path.mkdir()
+    data = path / "part-0.csv"
+    data.write_text("1\n2\n")
+    _rows(
+        alice,
+        f"CREATE TABLE {DB}.files (id INT, `file.path` STRING NOT NULL METADATA) "
+        f"WITH ('connector' = 'filesystem', 'path' = '{path.as_uri()}', 'format' = 'csv')",
+    )
+    query = f"SELECT `file.path`, id FROM {DB}.files"
+
+    read = sorted(_rows(alice, query))
+    assert [row[1] for row in read] == [1, 2]
+    assert all(row[0].endswith(str(data)) for row in read), read
+    message = _denied(bob, query, "select", "bob")
+    assert f"'{DB}.files'" in message
+    _denied(bob, f"SELECT * FROM (SELECT id, `file.path` AS f FROM {DB}.files)", "select", "bob")
+
+    assert _rows(alice, f"GRANT SELECT ON TABLE {DB}.files TO USER bob") == [("OK",)]
+    assert sorted(_rows(bob, query)) == read
+    _rows(alice, f"DROP TABLE {DB}.files")

@@ -362,6 +362,23 @@ def test_invalid_parts_of_a_statement_are_named(sql: str, named: str) -> None:
     assert named in failure.value.message and failure.value.statement == sql
 
 
+@pytest.mark.parametrize(
+    "sql", ["SET table.sql-dialect=mysql", "SET 'table.sql-dialect' = 'flink'", "SET 'table.sql-dialect' = ''"]
+)
+def test_a_sql_dialect_flink_has_not_is_refused_naming_key_value_and_the_dialects(sql: str) -> None:
+    with pytest.raises(ValidationError) as failure:
+        parse_statement(sql)
+    error = failure.value
+    value = sql.rsplit("=", 1)[1].strip().strip("'")
+    assert f"Invalid value for 'table.sql-dialect': '{value}'. Expected 'default' or 'hive'" in error.message
+    assert (error.statement, error.option, error.value) == (sql, "table.sql-dialect", value)
+
+
+def test_flinks_sql_dialects_are_taken_in_any_case() -> None:
+    statement = parse_statement("SET 'table.sql-dialect' = 'HIVE'")
+    assert isinstance(statement, SetOption) and (statement.key, statement.value) == ("table.sql-dialect", "HIVE")
+
+
 def test_string_literals_follow_flinks_rules_a_backslash_is_itself_and_unicode_strings_decode() -> None:
     create = parse_statement(
         "CREATE TABLE t (a STRING) WITH ('connector' = 'filesystem', 'path' = 'file:///t', 'format' = 'csv', "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from sqlext.sql.parser import parse_statement, parse_statements, split_statement
 from sqlext.sql.statements import CreateTable
 from sqlext.sql.types import hive_type
 from sqlext.table import TableDefinition, TableIdentifier
+from tests.support.kafka import DEMO_EVENTS, KafkaBroker, produce_demo_events
 from tests.support.services import spark_own_sql
 from tests.support.tables import created_database
 
@@ -283,13 +285,13 @@ RUNS: dict[str, Any] = {
     "flink_hive_streaming_docs.sql": _hive_streaming_docs,
     "landing_zone.sql": _landing_zone,
 }
-SKIPPED: dict[str, str] = {
-    "kafka_demo.sql": "reads topic 'events' of a Kafka broker at 127.0.0.1:9092 and streams until stopped",
-}
+#: Files that need a service the session starts, run by their own tests below.
+ON_SERVICES = {"kafka_demo.sql": "test_the_kafka_demo_streams_the_brokers_events_into_hourly_partitions"}
 
 
-def test_every_file_is_run_or_says_why_not() -> None:
-    assert {f.name for f in SQL_FILES} == set(RUNS) | set(SKIPPED)
+def test_every_file_is_run() -> None:
+    assert {f.name for f in SQL_FILES} == set(RUNS) | set(ON_SERVICES)
+    assert all(test in globals() for test in ON_SERVICES.values())
 
 
 @pytest.mark.spark
@@ -297,3 +299,44 @@ def test_every_file_is_run_or_says_why_not() -> None:
 def test_each_file_runs_and_its_queries_return_what_it_wrote(name: str, spark: Any, tmp_path: Path) -> None:
     spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
     RUNS[name](spark, tmp_path)
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+@pytest.mark.jars
+@pytest.mark.slow
+def test_the_kafka_demo_streams_the_brokers_events_into_hourly_partitions(
+    kafka_broker: KafkaBroker, spark: Any, tmp_path: Path
+) -> None:
+    """sql/kafka_demo.sql on the session's broker, its topic holding the demo events (``python -m
+    tests.support.kafka --demo-events``), read up to the offsets at its start (``scan.bounded.mode``; the file
+    streams until stopped): six hourly partitions in the HMS with _SUCCESS, every event once with its offset."""
+    topic = f"events_{uuid.uuid4().hex[:8]}"
+    assert produce_demo_events(kafka_broker, topic) == DEMO_EVENTS
+    spark.conf.set("spark.sqlext.checkpoint.root", (tmp_path / "checkpoints").as_uri())
+    text = _in_temp_dirs((SQL_DIR / "kafka_demo.sql").read_text(), tmp_path)
+    bounded = f"""'topic' = '{topic}',
+  'properties.bootstrap.servers' = '{kafka_broker.bootstrap}',
+  'scan.bounded.mode' = 'latest-offset',"""
+    text = text.replace(
+        """'topic' = 'events',
+  'properties.bootstrap.servers' = '127.0.0.1:9092',""",
+        bounded,
+    )
+    assert bounded in text
+    _fresh(spark, text)
+
+    _run_file(spark, text)
+
+    hours = [f"dt=2026-01-01/hr=0{hour}" for hour in range(6)]
+    assert extend(spark).catalog.client.get_partition_names("kafka_demo", "events_by_hour") == hours
+    table = tmp_path / "sqlext-demo" / "kafka_events_by_hour"
+    assert all((table / hour / "_SUCCESS").exists() for hour in hours)
+    counted = spark.sql(
+        "SELECT hr, count(*) AS n, count(DISTINCT id) AS ids FROM kafka_demo.events_by_hour GROUP BY hr ORDER BY hr"
+    ).collect()
+    assert [(r.hr, r.n, r.ids) for r in counted] == [(f"0{hour}", 360, 360) for hour in range(6)]
+    sources = spark.sql("SELECT id, src_partition, src_offset FROM kafka_demo.events_by_hour").collect()
+    assert all((r.src_partition, r.src_offset) == (r.id % 3, r.id // 3) for r in sources), (
+        "id n is record n // 3 of n % 3"
+    )

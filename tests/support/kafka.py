@@ -270,6 +270,16 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     broker.stop()
 
 
+#: sql/kafka_demo.sql's input: 2,160 events, one every 10 s from 2026-01-01 00:00 (UTC), six hours.
+DEMO_EVENTS, DEMO_START, DEMO_STEP_S = 2160, datetime(2026, 1, 1), 10
+
+
+def produce_demo_events(broker: KafkaBroker, topic: str = "events") -> int:
+    """Create ``topic`` (3 partitions) with sql/kafka_demo.sql's six hours of JSON events; how many were sent."""
+    broker.create_topic(topic, 3)
+    return broker.produce(topic, event_records(0, DEMO_EVENTS, DEMO_START, DEMO_STEP_S))
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m tests.support.kafka --port 9092 [--demo-events]``: run the test broker in the foreground
     (for sql/kafka_demo.sql), with six hours of demo events in topic 'events' when asked."""
@@ -284,8 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     broker = KafkaBroker.create(Path(tempfile.mkdtemp(prefix="sqlext-kafka-")), args.port)
     broker.start()
     if args.demo_events:
-        broker.create_topic("events", 3)
-        sent = broker.produce("events", event_records(0, 2160, datetime(2026, 1, 1), 10))
+        sent = produce_demo_events(broker)
         print(f"topic 'events': {sent} events, 2026-01-01 00:00 to 06:00 (UTC)")
     print(f"Apache Kafka broker on {broker.bootstrap} (home {broker.home}); Ctrl-C stops it")
     signal.signal(signal.SIGTERM, lambda *_: broker.stop())

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlparse
 
 from hmsclient import hmsclient
@@ -46,6 +46,9 @@ from thrift.transport.TTransport import TTransportException
 from sqlext import listeners
 from sqlext.catalog.metastore import kerberos
 from sqlext.errors import ConfigError, MetastoreError, MetastoreUnavailableError
+
+if TYPE_CHECKING:
+    from sqlext.config import SqlextConfig
 
 log = logging.getLogger(__name__)
 # thrift logs every refused connection at ERROR; this module reports transport failures itself.
@@ -96,6 +99,13 @@ class RetryPolicy:
     #: Fail at once when nothing listens at any URI (connection refused) before the client ever connected;
     #: transport errors after it connected once are retried as any others.
     refused_first_connect_fails: bool = False
+
+    @classmethod
+    def configured(cls, config: SqlextConfig) -> RetryPolicy:
+        """How a client of the configured metastore (a session's catalog, a ``sqlext`` command) retries: up to
+        ``spark.sqlext.metastore.retry.deadline``; without one, a metastore that refuses the first connection
+        (nothing listens at the URI) is an error at once rather than after a minute."""
+        return cls(deadline_s=config.retry_deadline_s, refused_first_connect_fails=not config.retry_deadline_configured)
 
     def backoffs(self) -> Iterator[float]:
         """Exponential backoff delays, capped at ``max_backoff_s``."""

@@ -4,7 +4,8 @@ the creators of new tables.
 Which checks a statement gets depends on who runs it: sqlext's statements are judged on sqlext's parse
 (:mod:`~sqlext.gateway.authz.statements`), Spark's on their Spark plans
 (:mod:`~sqlext.gateway.authz.plan`); an INSERT into a table that is not sqlext's runs in Spark and is
-judged as Spark's. A statement that neither parser can read is not judged: it fails to parse when it
+judged as Spark's; a query of a sqlext table with ``METADATA`` columns, which sqlext runs, as sqlext's query. A
+statement that neither parser can read is not judged: it fails to parse when it
 runs, before anything happens. An admin's statement is not analyzed (their only limit, the server's
 own files, is read from the parsed plan); with authorization off nothing is checked or recorded.
 
@@ -80,13 +81,21 @@ class SessionAuthorizer:
         """What ``sql`` does, as this session would run it."""
         statement = parse_statement(sql)
         if isinstance(statement, p.Passthrough):
-            return self.inspector.accesses(sql, analyze=self._analyzes)
+            query = self.session.query_of_metadata_columns(sql)
+            if query is None:
+                return self.inspector.accesses(sql, analyze=self._analyzes)
+            # sqlext runs it (Spark's analysis cannot resolve the METADATA columns): a query of the tables it reads
+            return self._sqlext_accesses(p.Query(sql, query))
         shared = isinstance(statement, p.Insert) or (isinstance(statement, p.AlterTableSchema) and statement.shared)
         target = getattr(statement, "target", None)
         if shared and target is not None and not self.session.catalog.table_exists(self.session.resolve(target)):
             return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it
         if isinstance(statement, p.Query) and not any(self.session.is_sqlext_table(t) for t, _ in statement.hints):
             return self.inspector.accesses(sql, analyze=self._analyzes)  # Spark runs it
+        return self._sqlext_accesses(statement)
+
+    def _sqlext_accesses(self, statement: p.Statement) -> list[Access]:
+        """What a statement sqlext runs does, from sqlext's parse."""
         return statement_accesses(
             statement,
             self.settings,
