@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.paths import packaged_conf_dir
+from sqlext.runtime.paths import packaged_conf_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 EVENT_DDL = "id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP"

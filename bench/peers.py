@@ -24,7 +24,7 @@ requires: (i) and (p) add their catalog only (no session extension: the bench's 
 Hudi's session extension and catalog and Kryo as Spark's serializer, as Hudi's quick start sets them.
 Runs are interleaved in a rotating order. The timed span is from the query's start to all its rows being
 readable through its catalog (for sqlext: after its end-of-input commit); session start and table
-creation are outside it. A runtime is taken from Maven Central (``sqlext.jars``, the shaded jar alone);
+creation are outside it. A runtime is taken from Maven Central (``sqlext.runtime.jars``, the shaded jar alone);
 the candidates are tried newest first, and one that does not resolve or does not load on this Spark is
 reported with its error, not run.
 
@@ -66,9 +66,9 @@ import pyspark
 
 from bench.common import metastore, print_table, scratch_dir, spark_session, write_events, write_result
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert, spark_file_sink
-from sqlext import jars
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.runtime import jars
 
 START = datetime(2026, 11, 22)
 WARMUP_ROWS = 20_000

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from bench.common import median, metastore, print_table, scratch_dir, write_result
 from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.paths import packaged_conf_dir
+from sqlext.runtime.paths import packaged_conf_dir
 from sqlext.spark.session import spark_session
 
 DAY = "2026-11-22"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlext.errors import ConfigError
 from sqlext.options import parse_duration
-from sqlext.paths import default_home, packaged_conf_dir
+from sqlext.runtime.paths import default_home, packaged_conf_dir
 
 PREFIX = "spark.sqlext."
 

@@ -131,3 +131,13 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_module_is_past_500_lines(path: Path) -> None:
     lines = path.read_text().count("\n")
     assert lines <= 500, f"{path.name} has {lines} lines: split it by concept"
+
+
+#: The top level is the architecture's index: the shared core's modules and the packages. More than this many
+#: modules there and a concept two of them share wants a package of its own.
+MAX_TOP_LEVEL_MODULES = 14
+
+
+def test_the_top_level_holds_at_most_14_modules() -> None:
+    modules = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert len(modules) <= MAX_TOP_LEVEL_MODULES, f"{len(modules)} top-level modules: {modules}"

@@ -19,7 +19,7 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.jobs.audit import commit_log_entries
 from sqlext.jobs.timeline import PartitionCommit, partition_commits
-from sqlext.paths import default_home, packaged_sql_dir
+from sqlext.runtime.paths import default_home, packaged_sql_dir
 
 DEMO_FILE = "demo.sql"
 DEMO_TABLE_PATH = "file:///tmp/sqlext-demo/events_by_hour"

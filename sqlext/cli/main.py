@@ -14,11 +14,11 @@ from sqlext.cli import metastore, status, thriftserver
 from sqlext.cli.conf import command_conf, metastore_client, parse_conf, reach_storage
 from sqlext.cli.thriftserver import ThriftServerSettings
 from sqlext.config import SqlextConfig
-from sqlext.console import quiet_third_party_warnings
 from sqlext.errors import SqlextError
 from sqlext.gateway import control as gateway_control
 from sqlext.gateway.security import INSECURE_NO_AUTH
-from sqlext.process import ServerSettings
+from sqlext.runtime.console import quiet_third_party_warnings
+from sqlext.runtime.process import ServerSettings
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _driver_path(args: argparse.Namespace) -> int:
-    from sqlext.paths import spark_submit_driver
+    from sqlext.runtime.paths import spark_submit_driver
 
     print(spark_submit_driver())
     return 0

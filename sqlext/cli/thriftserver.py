@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from sqlext import process
 from sqlext.errors import ConfigError
 from sqlext.gateway.security import is_loopback
-from sqlext.paths import default_home, packaged_conf_dir
+from sqlext.runtime import process
+from sqlext.runtime.paths import default_home, packaged_conf_dir
 
 #: ``sqlext thriftserver --help``.
 SUMMARY = "Spark's Thrift JDBC/ODBC server on sqlext's metastore (no authorization: for yourself only)"

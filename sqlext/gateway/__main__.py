@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sqlext.console import quiet_third_party_warnings, setup_command_logging
+from sqlext.runtime.console import quiet_third_party_warnings, setup_command_logging
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from sqlext import process
 from sqlext.config import METASTORE_URIS, SqlextConfig
 from sqlext.gateway.security import GatewaySecurity
-from sqlext.paths import default_home, packaged_conf_dir
+from sqlext.runtime import process
+from sqlext.runtime.paths import default_home, packaged_conf_dir
 
 MODULE = "sqlext.gateway"
 DEFAULT_PORT = 10010

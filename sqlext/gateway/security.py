@@ -22,9 +22,9 @@ from pathlib import Path
 from sqlext.config import PREFIX
 from sqlext.errors import ConfigError, did_you_mean
 from sqlext.gateway.kerberos import GssapiAcceptor
-from sqlext.netbind import is_loopback
 from sqlext.options import parse_duration
-from sqlext.paths import default_home
+from sqlext.runtime.netbind import is_loopback
+from sqlext.runtime.paths import default_home
 
 GATEWAY = PREFIX + "gateway."
 AUTHENTICATION = GATEWAY + "authentication"

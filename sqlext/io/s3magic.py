@@ -25,9 +25,10 @@ import re
 import threading
 from typing import Any
 
-from sqlext import javac, jvm_classes
+from sqlext import javac
 from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem, join
+from sqlext.runtime import jvm_classes
 
 log = logging.getLogger("sqlext.commit")
 

@@ -438,6 +438,6 @@ def configured_root(spark: SparkSession, config: Any) -> str | None:
 
 def legacy_default_root() -> str:
     """``$SQLEXT_HOME/checkpoints``: the default root before it had a dir per metastore."""
-    from sqlext.paths import default_home
+    from sqlext.runtime.paths import default_home
 
     return normalize((default_home() / "checkpoints").as_uri())

@@ -17,7 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlext import listeners
 from sqlext.config import METRICS_PORT, SqlextConfig
 from sqlext.metrics.exporter import InsertMetrics
-from sqlext.netbind import connect_host
+from sqlext.runtime.netbind import connect_host
 
 log = logging.getLogger("sqlext.metrics")
 

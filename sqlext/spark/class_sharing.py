@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sqlext.config import ClassSharing
 from sqlext.javac import cache_dir
-from sqlext.process import alive
+from sqlext.runtime.process import alive
 from sqlext.spark.memory import SUBMIT_OPTS_ENV, jvm_process
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sqlext.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.errors import SqlextError
 from sqlext.registry import explain_query_failure
+from sqlext.runtime.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.spark import memory
 from sqlext.sql.parser import split_statements
 

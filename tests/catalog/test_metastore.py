@@ -9,12 +9,12 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 from thrift.Thrift import TApplicationException
 
-from sqlext import process
 from sqlext.catalog.metastore import launcher, txn_tables
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.errors import JavaNotFoundError, MetastoreError, MetastoreUnavailableError
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime import process
+from sqlext.runtime.paths import pyspark_jars_dir
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.hms_locks import assert_locks_are_served, table_lock
 from tests.support.services import PostgresServer, spark_own_sql

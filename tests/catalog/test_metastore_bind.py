@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from sqlext import process
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.errors import MetastoreError
+from sqlext.runtime import process
 from tests.support.sockets import listeners_on, listening
 from tests.support.waiting import free_port
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from sqlext import process
 from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.errors import MetastoreError
+from sqlext.runtime import process
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.hms_locks import assert_locks_are_served
 from tests.support.services import PostgresServer

@@ -18,7 +18,7 @@ from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime.paths import pyspark_jars_dir
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port, wait_for
 

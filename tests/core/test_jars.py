@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sqlext import jars
 from sqlext.errors import SqlextError
+from sqlext.runtime import jars
 
 
 def test_a_coordinate_needs_group_artifact_and_version() -> None:

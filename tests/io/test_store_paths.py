@@ -32,7 +32,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io import arrowfs
 from sqlext.io.fs import FileSystem
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime.paths import pyspark_jars_dir
 from tests.support.read_job import committed_ids
 from tests.support.s3_server import ACCESS_KEY, SECRET_KEY, S3Request, S3Server
 from tests.support.store_runs import (

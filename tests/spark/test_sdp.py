@@ -15,7 +15,7 @@ import pytest
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime.paths import pyspark_jars_dir
 from sqlext.sql.parser import parse_statements
 from sqlext.sql.statements import CreateTable
 from tests.support.streams import write_hourly_events

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sqlext import process
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
-from sqlext.paths import packaged_conf_dir, pyspark_jars_dir
+from sqlext.runtime import process
+from sqlext.runtime.paths import packaged_conf_dir, pyspark_jars_dir
 from tests.support.services import spark_own_sql
 from tests.support.streams import write_hourly_events
 from tests.support.tables import assert_partitions_committed, create_in_hms, events_table

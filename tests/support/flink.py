@@ -39,8 +39,8 @@ FLINK_AVRO = "org.apache.flink:flink-sql-avro:2.3.0"
 
 
 def flink_avro_jar() -> Path:
-    """``flink-sql-avro``, fetched once (``sqlext.jars``): for a job's ``pipeline.jars``."""
-    from sqlext import jars
+    """``flink-sql-avro``, fetched once (``sqlext.runtime.jars``): for a job's ``pipeline.jars``."""
+    from sqlext.runtime import jars
 
     [jar] = jars.fetch("flink-sql-avro", [FLINK_AVRO], transitive=False).glob("flink-sql-avro-*.jar")
     return jar

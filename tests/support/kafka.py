@@ -1,5 +1,5 @@
 """A real Apache Kafka broker for tests: KRaft, one node (broker and controller), on loopback, its jars
-fetched once from Maven Central (:data:`BROKER_ARTIFACTS`, ``sqlext.jars``); started once per test session
+fetched once from Maven Central (:data:`BROKER_ARTIFACTS`, ``sqlext.runtime.jars``); started once per test session
 by :func:`kafka_broker`, and helpers to create topics and produce records."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sqlext import jars
+from sqlext.runtime import jars
 from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.waiting import free_port, wait_for
 

@@ -6,7 +6,7 @@ import os
 import sys
 from typing import Any
 
-from sqlext.paths import packaged_conf_dir
+from sqlext.runtime.paths import packaged_conf_dir
 
 
 def local_session(conf: dict[str, str], hive: bool = True, shuffle_partitions: int = 2) -> Any:

@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from sqlext import jars
 from sqlext.catalog.metastore.versions import RELEASES
 from sqlext.connectors.filesystem import spark_avro
 from sqlext.connectors.kafka.spark_source import jar_paths
+from sqlext.runtime import jars
 from tests.support.flink import flink_avro_jar
 from tests.support.kafka import broker_classpath
 from tests.support.stores import hadoop_cloud_jars, hdfs_jars, prefetch_s3a_packages, s3a_jars

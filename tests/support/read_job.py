@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from sqlext.connectors.filesystem.sink import running_insert
-from sqlext.paths import packaged_conf_dir
+from sqlext.runtime.paths import packaged_conf_dir
 from sqlext.spark.session import extend
 
 PIPELINE = "crash_reader"

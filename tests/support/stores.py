@@ -17,11 +17,11 @@ from xml.etree import ElementTree
 
 import pytest
 
-from sqlext import jars
 from sqlext.catalog.metastore import launcher
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.io import s3magic
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime import jars
+from sqlext.runtime.paths import pyspark_jars_dir
 from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.s3_server import S3Server, start_server, stop_server
 from tests.support.waiting import free_port, wait_for

@@ -1,5 +1,5 @@
 """A real Trino for tests: one coordinator-only node on loopback whose only plugin is the Hive connector,
-fetched once from Maven Central (:data:`SERVER`, ``sqlext.jars``: its ``lib`` and ``plugin/hive`` kept) and run
+fetched once from Maven Central (:data:`SERVER`, ``sqlext.runtime.jars``: its ``lib`` and ``plugin/hive`` kept) and run
 on the newer JDK installed beside the default Java 17 (Trino 476 needs Java 24 or later); started once per
 test session by the fixture :func:`trino`, with a catalog ``hive`` on the session's metastore.
 :meth:`TrinoServer.add_catalog` adds a catalog on any other metastore (Trino runs with dynamic catalogs).
@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from sqlext import jars
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.runtime import jars
 from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.waiting import free_port
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlext import javac
 from sqlext.errors import MetastoreError
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime.paths import pyspark_jars_dir
 
 MAIN_CLASS = "BoundHiveMetaStore"
 SOURCE = Path(__file__).resolve().parent / f"{MAIN_CLASS}.java"

@@ -43,15 +43,15 @@ from string import Template
 from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
-from sqlext import process
 from sqlext.catalog.metastore import bound, kerberos, txn_tables, versions
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.secured import ServerKerberos
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
-from sqlext.netbind import connect_host, is_loopback
-from sqlext.paths import default_home, packaged_conf_dir
+from sqlext.runtime import process
+from sqlext.runtime.netbind import connect_host, is_loopback
+from sqlext.runtime.paths import default_home, packaged_conf_dir
 
 MAIN_CLASS = bound.MAIN_CLASS
 #: The main class of metastores started by earlier sqlext versions (on every interface): still stopped.

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from sqlext import jars
 from sqlext.errors import MetastoreError
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime import jars
+from sqlext.runtime.paths import pyspark_jars_dir
 
 HIVE_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 _HERE = Path(__file__).resolve().parent

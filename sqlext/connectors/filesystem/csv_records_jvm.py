@@ -15,8 +15,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlext import javac, jvm_classes
+from sqlext import javac
 from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.runtime import jvm_classes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -20,11 +20,11 @@ PROVIDER_CLASS = "org.apache.spark.sql.avro.AvroFileFormat"
 
 def jar_paths() -> list[Path]:
     """The jars Spark's Avro data source needs beyond pyspark's own (spark-avro alone: Avro itself, xz and
-    Scala come with pyspark), fetched from Maven Central the first time (``sqlext.jars``): for ``spark.jars``
+    Scala come with pyspark), fetched from Maven Central the first time (``sqlext.runtime.jars``): for ``spark.jars``
     or ``ADD JAR``."""
     import pyspark
 
-    from sqlext import jars
+    from sqlext.runtime import jars
 
     shipped = {_artifact_name(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     fetched = jars.fetch("spark-avro", [ARTIFACT])

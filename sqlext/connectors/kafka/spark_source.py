@@ -38,11 +38,11 @@ _LATEST, _EARLIEST = -1, -2  # Spark's startingOffsets JSON
 
 def jar_paths() -> list[Path]:
     """The jars Spark's Kafka source needs beyond pyspark's own (spark-sql-kafka, its token provider,
-    kafka-clients, commons-pool2), fetched from Maven Central the first time (``sqlext.jars``, ~10 MB kept):
+    kafka-clients, commons-pool2), fetched from Maven Central the first time (``sqlext.runtime.jars``, ~10 MB kept):
     for ``spark.jars`` or ``ADD JAR``."""
     import pyspark
 
-    from sqlext import jars
+    from sqlext.runtime import jars
 
     shipped = {_artifact_name(jar) for jar in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     fetched = jars.fetch("spark-sql-kafka", [ARTIFACT])

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from sqlext.config import CHECKPOINT_ROOT, WAREHOUSE
 from sqlext.gateway.security import ALLOWED_LOCATIONS, AUTHORIZATION, DENIED_SETTINGS, GatewaySecurity
-from sqlext.paths import default_home, packaged_conf_dir
+from sqlext.runtime.paths import default_home, packaged_conf_dir
 
 #: Settings no user but an admin may read or change: ``SET`` of these changes what the server may do
 #: (catalogs with arbitrary classes, file access, log redaction, where checkpoints go, Hadoop's

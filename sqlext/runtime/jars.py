@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sqlext.errors import SqlextError
-from sqlext.paths import pyspark_jars_dir
+from sqlext.runtime.paths import pyspark_jars_dir
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ def packaged_conf_dir() -> Path:
     installed = Path(str(resources.files("sqlext"))) / "_conf"
     if installed.is_dir():
         return installed
-    checkout = Path(__file__).resolve().parent.parent / "conf"
+    checkout = Path(__file__).resolve().parents[2] / "conf"
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"sqlext's config templates are missing: looked in {installed} and {checkout}")
@@ -34,12 +34,12 @@ def packaged_sql_dir() -> Path:
     installed = Path(str(resources.files("sqlext"))) / "_sql"
     if installed.is_dir():
         return installed
-    return Path(__file__).resolve().parent.parent / "sql"
+    return Path(__file__).resolve().parents[2] / "sql"
 
 
 def spark_submit_driver() -> Path:
     """The script to give spark-submit (see ``sqlext/drivers/spark_submit_driver.py``)."""
-    return Path(__file__).resolve().parent / "drivers" / "spark_submit_driver.py"
+    return Path(__file__).resolve().parents[1] / "drivers" / "spark_submit_driver.py"
 
 
 def pyspark_jars_dir() -> Path:

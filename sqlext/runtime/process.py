@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from sqlext.errors import SqlextError
-from sqlext.paths import default_home
+from sqlext.runtime.paths import default_home
 
 LOG_TAIL_LINES = 40
 
