@@ -41,9 +41,9 @@ def test_start_serves_the_client_on_loopback_and_stop_leaves_nothing_listening(
     version: HiveVersion, tmp_path: Path
 ) -> None:
     port, home = free_port(), tmp_path / "hms"
-    flags = ("--version", version.value, "--port", str(port), "--home", str(home))
+    flags = ("--port", str(port), "--home", str(home))  # what finds it; only start takes how it runs
 
-    started = _sqlext("metastore", "start", *flags)
+    started = _sqlext("metastore", "start", "--version", version.value, *flags)
     try:
         assert started.returncode == 0, started.stderr[-3000:]
         assert started.stdout.strip() == f"thrift://127.0.0.1:{port}"

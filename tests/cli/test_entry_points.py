@@ -19,6 +19,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.connectors.filesystem.commit_log import CommitLog
 from sqlext.io.fs import FileSystem
 from sqlext.runtime.paths import pyspark_jars_dir
+from tests.support.commands import sqlext_run_command
 from tests.support.streams import write_hourly_events
 from tests.support.waiting import free_port, wait_for
 
@@ -60,17 +61,7 @@ def test_sqlext_run_executes_a_file_and_waits_for_its_bounded_insert(
     job.write_text(_job_sql(tmp_path / "input", tmp_path / "dst", "run_db"))
 
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sqlext.cli",
-            "run",
-            str(job),
-            "--conf",
-            f"spark.sqlext.metastore.uris={metastore.uri}",
-            "--conf",
-            f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
-        ],
+        sqlext_run_command(job, metastore.uri, tmp_path / "cp"),
         env=_env(tmp_path),
         capture_output=True,
         text=True,
@@ -199,20 +190,6 @@ def test_sigterm_stops_a_streaming_run_cleanly_and_a_rerun_resumes_exactly_once(
     assert sorted(hms.get_partition_names("term_db", "dst")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
 
 
-def _sqlext_run_command(job: Path, metastore: MetastoreSettings, tmp_path: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "sqlext.cli",
-        "run",
-        str(job),
-        "--conf",
-        f"spark.sqlext.metastore.uris={metastore.uri}",
-        "--conf",
-        f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
-    ]
-
-
 #: What an orderly stop never shows: the session stopped under a running query, the JVM killed under a commit.
 UNCLEAN = ("NullPointerException", "RpcEnvStoppedException", "Traceback", "committing the insert's last batch")
 
@@ -227,7 +204,11 @@ def test_a_failing_statement_stops_the_started_insert_after_its_batch_and_a_reru
     failing_line = insert.count("\n") + 2
 
     failed = subprocess.run(
-        _sqlext_run_command(job, metastore, tmp_path), env=_env(tmp_path), capture_output=True, text=True, timeout=300
+        sqlext_run_command(job, metastore.uri, tmp_path / "cp"),
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
     assert failed.returncode == 1, failed.stderr[-3000:]
@@ -242,7 +223,11 @@ def test_a_failing_statement_stops_the_started_insert_after_its_batch_and_a_reru
 
     job.write_text(insert)
     rerun = subprocess.run(
-        _sqlext_run_command(job, metastore, tmp_path), env=_env(tmp_path), capture_output=True, text=True, timeout=300
+        sqlext_run_command(job, metastore.uri, tmp_path / "cp"),
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -260,7 +245,7 @@ def test_sigterm_to_the_process_group_stops_a_streaming_run_as_cleanly_as_to_the
     log = CommitLog(FileSystem(table_dir.as_uri()), table_dir.as_uri())
     # Its own process group, as a supervisor (systemd, a container's init) runs it, so that killpg spares pytest.
     process = subprocess.Popen(
-        _sqlext_run_command(job, metastore, tmp_path),
+        sqlext_run_command(job, metastore.uri, tmp_path / "cp"),
         env=_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -14,6 +13,7 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from tests.support.commands import sqlext_run_command
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.slow]
 
@@ -46,17 +46,7 @@ def test_readmes_worked_example_commits_every_row(
     job.write_text(sql)
 
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sqlext.cli",
-            "run",
-            str(job),
-            "--conf",
-            f"spark.sqlext.metastore.uris={metastore.uri}",
-            "--conf",
-            f"spark.sqlext.checkpoint.root={(tmp_path / 'cp').as_uri()}",
-        ],
+        sqlext_run_command(job, metastore.uri, tmp_path / "cp"),
         env={**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
