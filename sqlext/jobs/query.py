@@ -1,8 +1,9 @@
 """A query that reads sqlext tables through their connectors: ``SELECT ... FROM t /*+ OPTIONS('k' = 'v') */``
-(Flink's dynamic table options), or a query of a table with ``METADATA`` columns (``file.path``, Kafka's
-``offset``), which Spark's own view of the table (its metastore columns) does not have.
+(Flink's dynamic table options), a query of a table with ``METADATA`` columns (``file.path``, Kafka's
+``offset``), which Spark's own view of the table (its metastore columns) does not have, or a query of a
+temporary sqlext table, which is in no metastore and so unknown to Spark.
 
-Each hinted reference to a sqlext table, and each reference to a sqlext table with metadata columns, is read
+Each hinted reference to a sqlext table, and each reference to a sqlext table only its connector reads, is read
 through the table's connector (with the hint's options over the table's own, checked as the DDL's are), as a
 batch read registered as a temporary view with every column of the table (physical, computed, metadata), and
 the query is rewritten to read that view; Spark runs the rest of the query as it is, and reads the other
@@ -45,7 +46,7 @@ def run_query(session: Any, query: exp.Expr) -> DataFrame:
             return node
         ident = session.resolve(named)
         table = session.catalog.get_table(ident)
-        if not hint and not has_metadata_columns(table):
+        if not hint and not read_by_connector(table):
             return node
         key = (ident, tuple(sorted(hint.items())))
         if key not in views:
@@ -65,11 +66,17 @@ def has_metadata_columns(table: TableDefinition) -> bool:
     return any(column.metadata_key is not None for column in table.columns)
 
 
-def reads_metadata_columns(session: Any, query: exp.Expr) -> bool:
-    """Whether ``query`` reads a sqlext table with metadata columns (then :func:`run_query` runs it)."""
+def read_by_connector(table: TableDefinition) -> bool:
+    """Whether only the table's connector reads it: it declares metadata columns, or it is temporary (this
+    session's, in no metastore, so Spark has no view of it)."""
+    return table.temporary or has_metadata_columns(table)
+
+
+def reads_through_connector(session: Any, query: exp.Expr) -> bool:
+    """Whether ``query`` reads a sqlext table that only its connector reads (then :func:`run_query` runs it)."""
     for named in tables_read(query):
         if named.catalog not in (None, SPARK_CATALOG):
             continue  # a table of another catalog (Iceberg, JDBC, ...): never sqlext's
-        if session.is_sqlext_table(named) and has_metadata_columns(session.catalog.get_table(session.resolve(named))):
+        if session.is_sqlext_table(named) and read_by_connector(session.catalog.get_table(session.resolve(named))):
             return True
     return False

@@ -190,7 +190,7 @@ class SqlextSession:
             if isinstance(statement, st.Passthrough):
                 if statement.error is not None and statement.guard and self.is_sqlext_table(statement.guard):
                     raise statement.error  # Spark writing into a sqlext table would bypass its sink
-                if not args and not kwargs and (query := self.query_of_metadata_columns(text)) is not None:
+                if not args and not kwargs and (query := self.query_read_by_connectors(text)) is not None:
                     from sqlext.jobs.query import run_query
 
                     return run_query(self, query)
@@ -202,17 +202,18 @@ class SqlextSession:
                 exc.statement = statement.sql
             raise
 
-    def query_of_metadata_columns(self, text: str) -> Any:
-        """A query that reads a sqlext table with ``METADATA`` columns, which sqlext runs (Spark's view of the
-        table lacks them, and Flink's ``SELECT *`` has them); None for any other statement, which is Spark's. The
+    def query_read_by_connectors(self, text: str) -> Any:
+        """A query that reads a sqlext table with ``METADATA`` columns (Spark's view of the table lacks them, and
+        Flink's ``SELECT *`` has them) or a temporary sqlext table (Spark has no view of it), which sqlext runs;
+        None for any other statement, which is Spark's. The
         gateway's authorization judges such a query as the one sqlext runs."""
-        from sqlext.jobs.query import reads_metadata_columns
+        from sqlext.jobs.query import reads_through_connector
 
         tree = p.query_tree(text)
         if tree is None:
             return None
         try:
-            reads = reads_metadata_columns(self, tree)
+            reads = reads_through_connector(self, tree)
         except ValidationError:  # a name that is no table's (`TextFileFormat`.`/a/path`): Spark's to answer
             return None
         return tree if reads else None

@@ -326,3 +326,22 @@ def test_metadata_columns_read_in_any_query_of_a_sqlext_table(sql, tmp_path: Pat
     ).collect()
     assert [(r.p, r.n) for r in counted] == [(str(data / "part-0.json"), 2), (str(data / "part-1.json"), 1)]
     assert sql("SELECT count(*) AS n FROM sess_db.with_path").first().n == 3
+
+
+@pytest.mark.parametrize("policies", ["success-file", "metastore,success-file"])
+def test_a_partitioned_temporary_sink_commits_its_directories_and_reads_back(
+    sql, hms: MetastoreClient, tmp_path: Path, policies: str
+) -> None:
+    """A temporary table is in no metastore: its partitions are its committed directories (Flink's ``metastore``
+    policy does nothing outside a Hive catalog), and a query of it is read through its connector."""
+    out, sink, rows = tmp_path / "tmp_out", f"tmp_sink_{len(policies)}", f"tmp_rows_{len(policies)}"
+    sql(f"""CREATE TEMPORARY TABLE sess_db.{sink} (a INT, dt STRING) PARTITIONED BY (dt) WITH (
+        'connector' = 'filesystem', 'path' = '{out.as_uri()}', 'format' = 'json',
+        'sink.partition-commit.policy.kind' = '{policies}')""")
+    sql(f"CREATE TEMPORARY TABLE sess_db.{rows} (a INT) WITH ('connector' = 'datagen', 'number-of-rows' = '7')")
+    sql("SET 'execution.runtime-mode' = 'batch'")
+    done = sql(f"INSERT INTO sess_db.{sink} SELECT a, '2026-01-01' FROM sess_db.{rows}").first()
+    assert done.status == "FINISHED"
+    assert (out / "dt=2026-01-01" / "_SUCCESS").is_file()
+    assert sql(f"SELECT count(*) AS n, min(dt) AS dt FROM sess_db.{sink}").collect() == [(7, "2026-01-01")]
+    assert hms.get_table("sess_db", sink) is None

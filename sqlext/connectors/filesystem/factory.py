@@ -107,7 +107,10 @@ class FileSystemTableFactory(ConnectorFactory):
 
     def partitions_in_metastore(self, table: TableDefinition) -> bool:
         """Only the ``metastore`` commit policy registers partitions (it is one of the defaults); without it,
-        as in Flink, the table's partitions are its committed ``k=v`` directories."""
+        as in Flink, the table's partitions are its committed ``k=v`` directories. A temporary table is in no
+        metastore: its partitions are its directories whatever the policies."""
+        if table.temporary:
+            return False
         kinds = Options(table.options).get(fso.COMMIT_POLICY_KIND) or fso.DEFAULT_POLICIES
         return fso.POLICY_METASTORE in kinds
 

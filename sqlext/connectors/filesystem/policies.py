@@ -95,6 +95,8 @@ class MetastorePolicy(PartitionCommitPolicy):
         if not contexts:
             return
         first = contexts[0]
+        if first.table.temporary:  # in no metastore (Flink's policy does nothing outside a Hive catalog)
+            return
         if first.metastore is None or first.hms_table is None:
             raise RuntimeError("the metastore policy needs the HMS table")
         database, table = first.table.identifier.database, first.table.identifier.name

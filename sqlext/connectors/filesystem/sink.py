@@ -181,7 +181,9 @@ class FileSystemSink(TableSink):
     def __init__(self, context: Any) -> None:
         self.spark: SparkSession = context.spark
         self.table: TableDefinition = context.table
-        self.metastore_uri: str | None = _metastore_uri(context)
+        # A temporary table has no HMS table: its partitions are its committed directories, as a Flink
+        # filesystem table's are (Flink's ``metastore`` policy does nothing outside a Hive catalog).
+        self.metastore_uri: str | None = None if self.table.temporary else _metastore_uri(context)
         self.settings = SinkSettings.from_table(self.table)
         if self.settings.format == "avro":
             from sqlext.connectors.filesystem.spark_avro import require

@@ -81,10 +81,11 @@ class SessionAuthorizer:
         """What ``sql`` does, as this session would run it."""
         statement = parse_statement(sql)
         if isinstance(statement, p.Passthrough):
-            query = self.session.query_of_metadata_columns(sql)
+            query = self.session.query_read_by_connectors(sql)
             if query is None:
                 return self.inspector.accesses(sql, analyze=self._analyzes)
-            # sqlext runs it (Spark's analysis cannot resolve the METADATA columns): a query of the tables it reads
+            # sqlext runs it (Spark's analysis cannot resolve METADATA columns or temporary sqlext tables): a query
+            # of the tables it reads
             return self._sqlext_accesses(p.Query(sql, query))
         shared = isinstance(statement, p.Insert) or (isinstance(statement, p.AlterTableSchema) and statement.shared)
         target = getattr(statement, "target", None)
