@@ -21,6 +21,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from sqlext.errors import FileSystemError
+from sqlext.io import hadoop_security
+
 _CHECKSUM = re.compile(r"^\..*\.crc$")
 _NOT_FOUND = "java.io.FileNotFoundException"
 _ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
@@ -59,11 +62,36 @@ def java_errors(action: str) -> Iterator[None]:
         java = exc.java_exception if isinstance(exc, Py4JJavaError) else getattr(exc, "_origin", None)
         name = str(java.getClass().getName()) if java is not None else type(exc).__name__
         message = f"{action}: {name}: {java.getMessage() if java is not None else exc}"
+        chain = _chain_text(java) if java is not None else message
+        hint = hadoop_security.explain(chain)
+        if hint is not None:
+            raise FileSystemError(f"{action}: {hint} (Hadoop said: {_last_cause(java) or message})") from None
+        denied = hadoop_security.permission_denied(chain)
+        if denied is not None:
+            raise PermissionError(f"{action}: {denied}") from None
         if name == _NOT_FOUND:
             raise FileNotFoundError(message) from None
         if name == _CHANGED or "Status Code: 412" in message:
             raise FileChangedError(message) from None
         raise OSError(message) from None
+
+
+def _causes(java: Any) -> list[Any]:
+    found: list[Any] = []
+    while java is not None and len(found) < 20:
+        found.append(java)
+        java = java.getCause()
+    return found
+
+
+def _chain_text(java: Any) -> str:
+    """The messages of a Java exception and its causes (Hadoop wraps a refusal in IOExceptions)."""
+    return " | ".join(f"{cause.getClass().getName()}: {cause.getMessage()}" for cause in _causes(java))
+
+
+def _last_cause(java: Any) -> str:
+    causes = _causes(java)
+    return f"{causes[-1].getClass().getName()}: {causes[-1].getMessage()}" if causes else ""
 
 
 class HadoopBackend:
