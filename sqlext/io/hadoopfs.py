@@ -28,6 +28,8 @@ _CHECKSUM = re.compile(r"^\..*\.crc$")
 _NOT_FOUND = "java.io.FileNotFoundException"
 _ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
 _CHANGED = "org.apache.hadoop.fs.s3a.RemoteFileChangedException"
+#: The gateway's doAs hdfs:// FileSystem (sqlext.gateway.impersonation), which acts as the caller's user.
+IMPERSONATING_CLASS = "io.sqlext.hdfs.ImpersonatingFileSystem"
 #: How often a whole-file read starts again when the file was replaced while it was read.
 READ_ATTEMPTS = 3
 
@@ -221,6 +223,11 @@ class HadoopBackend:
         jvm = self._jvm
         src, dst = self._jpath(source), self._jpath(target)
         with java_errors(f"Cannot replace {target} with {source}"):
+            fs = self._fs(dst)
+            if str(fs.getClass().getName()) == IMPERSONATING_CLASS:
+                # The gateway's doAs (sqlext.gateway.impersonation): a FileContext would act as the gateway.
+                fs.renameOverwrite(src, dst)
+                return
             context = jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), self._conf)
             rename = jvm.org.apache.hadoop.fs.Options.Rename
             options = _java_array(rename, [rename.OVERWRITE])
