@@ -19,11 +19,12 @@ from typing import Any
 from sqlext import javac
 from sqlext.errors import ConfigError
 from sqlext.gateway.security import ENABLE_DOAS
+from sqlext.io.hadoopfs import DOAS_USER_PROPERTY
 
 JAR = "sqlext-hdfs-doas.jar"
 FILE_SYSTEM_CLASS = "io.sqlext.hdfs.ImpersonatingFileSystem"
 #: The Spark local property naming the user a thread's and its jobs' HDFS calls act as.
-USER_PROPERTY = "sqlext.doAs.user"
+USER_PROPERTY = DOAS_USER_PROPERTY
 EXTRA_CLASS_PATH = "spark.driver.extraClassPath"
 
 

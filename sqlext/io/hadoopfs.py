@@ -30,6 +30,8 @@ _ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
 _CHANGED = "org.apache.hadoop.fs.s3a.RemoteFileChangedException"
 #: The gateway's doAs hdfs:// FileSystem (sqlext.gateway.impersonation), which acts as the caller's user.
 IMPERSONATING_CLASS = "io.sqlext.hdfs.ImpersonatingFileSystem"
+#: The Spark local property naming the user the gateway's doAs acts as (sqlext.gateway.impersonation).
+DOAS_USER_PROPERTY = "sqlext.doAs.user"
 #: How often a whole-file read starts again when the file was replaced while it was read.
 READ_ATTEMPTS = 3
 
@@ -49,6 +51,33 @@ def active_hadoop_conf() -> tuple[Any, Any] | None:
     if context is None or context._jsc is None or context._jvm is None:
         return None
     return context._jvm, context._jsc.hadoopConfiguration()
+
+
+def _spark_local_property(key: str) -> str | None:
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or context._jsc is None:
+        return None
+    value = context._jsc.getLocalProperty(key)
+    return str(value) if value else None
+
+
+@contextlib.contextmanager
+def _acting_as(user: str | None) -> Iterator[None]:
+    """This thread's doAs user set to ``user`` meanwhile (nothing without one)."""
+    if user is None:
+        yield
+        return
+    from pyspark import SparkContext
+
+    jsc = SparkContext._active_spark_context._jsc  # type: ignore[union-attr]
+    before = jsc.getLocalProperty(DOAS_USER_PROPERTY)
+    jsc.setLocalProperty(DOAS_USER_PROPERTY, user)
+    try:
+        yield
+    finally:
+        jsc.setLocalProperty(DOAS_USER_PROPERTY, before)
 
 
 @contextlib.contextmanager
@@ -103,6 +132,9 @@ class HadoopBackend:
         self._jvm = jvm
         self._conf = conf
         self._fs_cache: dict[tuple[str, str], Any] = {}
+        # The gateway's doAs: the user this thread acts as, kept for the filesystems opened later, from any thread
+        # (a commit's pool, a lease's heartbeat): each binds its user when it is opened.
+        self._user = _spark_local_property(DOAS_USER_PROPERTY)
 
     # -- resolution ------------------------------------------------------------------------------
 
@@ -114,7 +146,7 @@ class HadoopBackend:
         uri = path.toUri()
         key = (str(uri.getScheme()), str(uri.getAuthority()))
         if key not in self._fs_cache:
-            with java_errors(f"Cannot open the filesystem of {path.toString()}"):
+            with java_errors(f"Cannot open the filesystem of {path.toString()}"), _acting_as(self._user):
                 fs = path.getFileSystem(self._conf)
                 # Spark's shared LocalFileSystem writes .crc sidecars; its raw filesystem does not, and
                 # using it leaves the shared instance (and Spark's own checksummed files) untouched.

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,13 @@ from pyhive import hive
 from pyhive.exc import OperationalError
 
 from sqlext.catalog.metastore import kerberos
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.kerberos import MetastoreAuth
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from tests.support.kdc import Kdc
 from tests.support.kerberized_hdfs import METASTORE_PRINCIPAL, WAREHOUSE, KerberizedHdfs
-from tests.support.waiting import free_port
+from tests.support.streams import write_hourly_events
+from tests.support.waiting import free_port, wait_for
 
 pytestmark = [
     pytest.mark.hdfs,
@@ -69,7 +73,7 @@ def doas_gateway(
         assert added.returncode == 0, added.stderr
         # Each user's own directory, as /user/<name> on a cluster (the metastore creates none as the user).
         principal, keytab = kdc.principal(user)
-        kerberized_hdfs.shell(principal, keytab, "-mkdir", "-p", f"{WAREHOUSE}/{user}/t")
+        kerberized_hdfs.shell(principal, keytab, "-mkdir", "-p", f"{WAREHOUSE}/{user}/t", f"{WAREHOUSE}/{user}/events")
     principal, keytab = kdc.principal("sqlext")
     conf = {
         "spark.master": "local[2]",
@@ -138,3 +142,43 @@ def test_each_user_s_files_on_hdfs_are_owned_by_that_user_and_hdfs_refuses_anoth
     assert f"HDFS refused WRITE access on {WAREHOUSE}/alice/t (owner alice" in message and "to user bob" in message
     with _cursor(doas_gateway, "alice") as alice:
         assert _rows(alice, "SELECT count(*) FROM doas.alice_t") == [(2,)], "nothing of bob's landed"
+
+
+def test_a_streaming_insert_commits_partitions_whose_files_are_the_user_s(
+    doas_gateway: DoAsGateway,
+    kerberized_hdfs: KerberizedHdfs,
+    kerberized_hdfs_metastore: MetastoreSettings,
+    kdc: Kdc,
+    tmp_path: Path,
+) -> None:
+    write_hourly_events(tmp_path / "in", datetime(2026, 11, 22), hours=2, rows_per_hour=10)
+    table = f"{kerberized_hdfs.uri}{WAREHOUSE}/alice/events"
+    with _cursor(doas_gateway, "alice") as cursor:
+        _rows(cursor, "CREATE DATABASE IF NOT EXISTS doas")
+        _rows(
+            cursor,
+            "CREATE TABLE doas.src (id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3)) WITH ("
+            f"'connector' = 'filesystem', 'path' = '{(tmp_path / 'in').as_uri()}', 'format' = 'parquet')",
+        )
+        _rows(
+            cursor,
+            "CREATE TABLE doas.events (id BIGINT, dt STRING, hr STRING) PARTITIONED BY (dt, hr) WITH ("
+            f"'connector' = 'filesystem', 'path' = '{table}', 'format' = 'parquet', "
+            "'sink.partition-commit.policy.kind' = 'metastore,success-file')",
+        )
+        _rows(
+            cursor,
+            "INSERT INTO doas.events SELECT id, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, 'HH') FROM doas.src",
+        )
+
+    expected = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+    principal, keytab = kdc.principal("alice")
+    with MetastoreClient(
+        kerberized_hdfs_metastore.uri, auth=MetastoreAuth(True, METASTORE_PRINCIPAL, principal, str(keytab))
+    ) as hms:
+        wait_for(lambda: sorted(hms.get_partition_names("doas", "events")) == expected, 300, what="two hours committed")
+    owners = kerberized_hdfs.owners(principal, keytab, f"{WAREHOUSE}/alice/events")
+    for partition in expected:
+        names = {path.rsplit("/", 1)[1] for path in owners if f"/{partition}/" in path}
+        assert "_SUCCESS" in names and any(name.startswith("part-") for name in names), (partition, owners)
+    assert set(owners.values()) == {"alice"}, owners
