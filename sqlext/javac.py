@@ -34,6 +34,7 @@ JARS_DIR = PACKAGE_DIR / "_jars"
 JARS: Mapping[str, tuple[str, ...]] = {
     "sqlext-csv.jar": ("connectors/filesystem/CsvRecordJoiner.java", "connectors/filesystem/CsvFields.java"),
     "sqlext-s3a-committer.jar": ("io/SqlextMagicCommitter.java", "io/SqlextMagicCommitterFactory.java"),
+    "sqlext-hdfs-doas.jar": ("io/ImpersonatingFileSystem.java",),
     "sqlext-metastore.jar": (
         "catalog/metastore/BoundHiveMetaStore.java",
         "catalog/metastore/MetastoreThriftServer.java",

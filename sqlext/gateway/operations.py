@@ -26,6 +26,7 @@ from sqlext.errors import (
 )
 from sqlext.gateway.authz.access import DENIED_SQL_STATE, AuthorizationError
 from sqlext.gateway.results import ResultSet
+from sqlext.io import hadoop_security
 
 S = ttypes.TOperationState
 TERMINAL = frozenset({S.FINISHED_STATE, S.ERROR_STATE, S.CANCELED_STATE, S.CLOSED_STATE})
@@ -64,7 +65,11 @@ class OperationError:
         """sqlext's message for its own errors, Spark's (with its SQLSTATE) for Spark's."""
         if isinstance(exc, SqlextError):
             return cls(exc.message, next(_SQL_STATES[c] for c in type(exc).__mro__ if c in _SQL_STATES))
-        return cls(str(exc) or type(exc).__name__, _spark_sql_state(exc) or "HY000")
+        message = str(exc) or type(exc).__name__
+        denied = hadoop_security.permission_denied(message)
+        if denied is not None:  # HDFS refused the user (the gateway's doAs): said first, Spark's words after
+            message = f"{denied}.\n{message}"
+        return cls(message, _spark_sql_state(exc) or "HY000")
 
 
 def _spark_sql_state(exc: BaseException) -> str | None:

@@ -44,6 +44,7 @@ DENIED_SETTINGS = GATEWAY + "denied-settings"
 INSECURE_NO_AUTH = GATEWAY + "insecure-no-auth"
 SSL_CERTFILE = GATEWAY + "ssl.certfile"
 SSL_KEYFILE = GATEWAY + "ssl.keyfile"
+ENABLE_DOAS = GATEWAY + "enable.doAs"
 
 #: The gateway's keys with their meaning (docs/configuration.md's table is written from this).
 KEYS: dict[str, str] = {
@@ -65,6 +66,8 @@ KEYS: dict[str, str] = {
     INSECURE_NO_AUTH: "true: allow listening on a non-loopback address with authentication NONE.",
     SSL_CERTFILE: "PEM certificate (chain): the binary transport speaks TLS.",
     SSL_KEYFILE: "PEM private key of the certificate (default: in the certificate file).",
+    ENABLE_DOAS: "true: statements run on HDFS as the signed-in user, a Hadoop proxy user of the gateway's login "
+    "(hive.server2.enable.doAs); false (default): as the gateway's own user.",
 }
 
 

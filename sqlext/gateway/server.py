@@ -137,6 +137,7 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     from pyspark.logger import PySparkLogger
 
     from sqlext.config import SqlextConfig
+    from sqlext.gateway import impersonation
     from sqlext.gateway.auth import load_authenticator
     from sqlext.gateway.authz.settings import AuthorizationSettings
     from sqlext.gateway.throttle import LoginThrottle
@@ -155,16 +156,19 @@ def run(host: str, port: int, master: str | None, conf: Mapping[str, str]) -> in
     # pyspark would add the JVM stack trace of each one.
     PySparkLogger.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     # A server outlives its start command: an embedded metastore it may start stays for the next server.
-    spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=dict(conf), keep_metastore=True)
+    launch = {**conf, **impersonation.spark_conf(config.values)}
+    spark = spark_session(app_name=f"sqlext gateway :{port}", master=master, conf=launch, keep_metastore=True)
     spark.sparkContext.setLogLevel("WARN")
-    gateway = Gateway(spark, admins=security.admins, authorization=authorization)
+    impersonate = impersonation.enabled(config.values)
+    gateway = Gateway(spark, admins=security.admins, authorization=authorization, impersonate=impersonate)
     server = GatewayServer(gateway, host, port, guard, tls, security.kerberos_acceptor())
     log.info(
-        "authentication %s%s, authorization %s, TLS %s",
+        "authentication %s%s, authorization %s, TLS %s, doAs %s",
         security.mode,
         f" (admins: {', '.join(sorted(security.admins))})" if security.admins else "",
         "on" if authorization.enabled else "off",
         "on" if tls else "off",
+        "on" if impersonate else "off",
     )
 
     def stop(signum: int, frame: FrameType | None) -> None:

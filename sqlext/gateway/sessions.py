@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from TCLIService import ttypes
 
 from sqlext.frames import StatementResult
+from sqlext.gateway import impersonation
 from sqlext.gateway.authz.access import DENIED_SQL_STATE
 from sqlext.gateway.authz.authorizer import SessionAuthorizer
 from sqlext.gateway.authz.settings import AuthorizationSettings
@@ -49,10 +50,17 @@ class GatewaySession:
     """One client session: its extended Spark session, its operations and the worker that runs them."""
 
     def __init__(
-        self, root: SparkSession, user: str, jobs: JobRegistry, authorization: AuthorizationSettings | None = None
+        self,
+        root: SparkSession,
+        user: str,
+        jobs: JobRegistry,
+        authorization: AuthorizationSettings | None = None,
+        impersonate: bool = False,
     ) -> None:
         self.handle = new_handle()
         self.user = user
+        #: Statements act on HDFS as the user (spark.sqlext.gateway.enable.doAs: sqlext.gateway.impersonation).
+        self.impersonate = impersonate
         self.jobs = jobs
         self.spark: SparkSession = root.newSession()
         self.sqlext: SqlextSession = extend(self.spark)
@@ -106,6 +114,8 @@ class GatewaySession:
 
     def _run(self, operation: Operation, work: Callable[[str], ResultSet]) -> None:
         context = self.spark.sparkContext
+        if self.impersonate:
+            impersonation.act_as(context, self.user)
         context.setJobGroup(operation.job_group, operation.statement[:200], interruptOnCancel=True)
         operation.run(lambda: work(operation.statement))
         if operation.error is not None and operation.error.sql_state != DENIED_SQL_STATE:  # denials log themselves
@@ -167,15 +177,17 @@ class Gateway:
         spark: SparkSession,
         admins: frozenset[str] = frozenset(),
         authorization: AuthorizationSettings | None = None,
+        impersonate: bool = False,
     ) -> None:
         self.spark = spark
         self.authorization = authorization
+        self.impersonate = impersonate
         self.jobs = JobRegistry(admins)
         self._sessions: dict[bytes, GatewaySession] = {}
         self._lock = threading.Lock()
 
     def open_session(self, user: str, configuration: Mapping[str, str] | None = None) -> GatewaySession:
-        session = GatewaySession(self.spark, user, self.jobs, self.authorization)
+        session = GatewaySession(self.spark, user, self.jobs, self.authorization, self.impersonate)
         try:
             session.configure(configuration or {})
         except Exception:

@@ -21,10 +21,17 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from sqlext.errors import FileSystemError
+from sqlext.io import hadoop_security
+
 _CHECKSUM = re.compile(r"^\..*\.crc$")
 _NOT_FOUND = "java.io.FileNotFoundException"
 _ALREADY_EXISTS = "org.apache.hadoop.fs.FileAlreadyExistsException"
 _CHANGED = "org.apache.hadoop.fs.s3a.RemoteFileChangedException"
+#: The gateway's doAs hdfs:// FileSystem (sqlext.gateway.impersonation), which acts as the caller's user.
+IMPERSONATING_CLASS = "io.sqlext.hdfs.ImpersonatingFileSystem"
+#: The Spark local property naming the user the gateway's doAs acts as (sqlext.gateway.impersonation).
+DOAS_USER_PROPERTY = "sqlext.doAs.user"
 #: How often a whole-file read starts again when the file was replaced while it was read.
 READ_ATTEMPTS = 3
 
@@ -46,6 +53,33 @@ def active_hadoop_conf() -> tuple[Any, Any] | None:
     return context._jvm, context._jsc.hadoopConfiguration()
 
 
+def _spark_local_property(key: str) -> str | None:
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None or context._jsc is None:
+        return None
+    value = context._jsc.getLocalProperty(key)
+    return str(value) if value else None
+
+
+@contextlib.contextmanager
+def _acting_as(user: str | None) -> Iterator[None]:
+    """This thread's doAs user set to ``user`` meanwhile (nothing without one)."""
+    if user is None:
+        yield
+        return
+    from pyspark import SparkContext
+
+    jsc = SparkContext._active_spark_context._jsc  # type: ignore[union-attr]
+    before = jsc.getLocalProperty(DOAS_USER_PROPERTY)
+    jsc.setLocalProperty(DOAS_USER_PROPERTY, user)
+    try:
+        yield
+    finally:
+        jsc.setLocalProperty(DOAS_USER_PROPERTY, before)
+
+
 @contextlib.contextmanager
 def java_errors(action: str) -> Iterator[None]:
     """Java's IO exceptions as Python's: FileNotFoundError for a missing path, OSError otherwise."""
@@ -59,11 +93,36 @@ def java_errors(action: str) -> Iterator[None]:
         java = exc.java_exception if isinstance(exc, Py4JJavaError) else getattr(exc, "_origin", None)
         name = str(java.getClass().getName()) if java is not None else type(exc).__name__
         message = f"{action}: {name}: {java.getMessage() if java is not None else exc}"
+        chain = _chain_text(java) if java is not None else message
+        hint = hadoop_security.explain(chain)
+        if hint is not None:
+            raise FileSystemError(f"{action}: {hint} (Hadoop said: {_last_cause(java) or message})") from None
+        denied = hadoop_security.permission_denied(chain)
+        if denied is not None:
+            raise PermissionError(f"{action}: {denied}") from None
         if name == _NOT_FOUND:
             raise FileNotFoundError(message) from None
         if name == _CHANGED or "Status Code: 412" in message:
             raise FileChangedError(message) from None
         raise OSError(message) from None
+
+
+def _causes(java: Any) -> list[Any]:
+    found: list[Any] = []
+    while java is not None and len(found) < 20:
+        found.append(java)
+        java = java.getCause()
+    return found
+
+
+def _chain_text(java: Any) -> str:
+    """The messages of a Java exception and its causes (Hadoop wraps a refusal in IOExceptions)."""
+    return " | ".join(f"{cause.getClass().getName()}: {cause.getMessage()}" for cause in _causes(java))
+
+
+def _last_cause(java: Any) -> str:
+    causes = _causes(java)
+    return f"{causes[-1].getClass().getName()}: {causes[-1].getMessage()}" if causes else ""
 
 
 class HadoopBackend:
@@ -73,6 +132,9 @@ class HadoopBackend:
         self._jvm = jvm
         self._conf = conf
         self._fs_cache: dict[tuple[str, str], Any] = {}
+        # The gateway's doAs: the user this thread acts as, kept for the filesystems opened later, from any thread
+        # (a commit's pool, a lease's heartbeat): each binds its user when it is opened.
+        self._user = _spark_local_property(DOAS_USER_PROPERTY)
 
     # -- resolution ------------------------------------------------------------------------------
 
@@ -84,7 +146,7 @@ class HadoopBackend:
         uri = path.toUri()
         key = (str(uri.getScheme()), str(uri.getAuthority()))
         if key not in self._fs_cache:
-            with java_errors(f"Cannot open the filesystem of {path.toString()}"):
+            with java_errors(f"Cannot open the filesystem of {path.toString()}"), _acting_as(self._user):
                 fs = path.getFileSystem(self._conf)
                 # Spark's shared LocalFileSystem writes .crc sidecars; its raw filesystem does not, and
                 # using it leaves the shared instance (and Spark's own checksummed files) untouched.
@@ -193,6 +255,11 @@ class HadoopBackend:
         jvm = self._jvm
         src, dst = self._jpath(source), self._jpath(target)
         with java_errors(f"Cannot replace {target} with {source}"):
+            fs = self._fs(dst)
+            if str(fs.getClass().getName()) == IMPERSONATING_CLASS:
+                # The gateway's doAs (sqlext.gateway.impersonation): a FileContext would act as the gateway.
+                fs.renameOverwrite(src, dst)
+                return
             context = jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), self._conf)
             rename = jvm.org.apache.hadoop.fs.Options.Rename
             options = _java_array(rename, [rename.OVERWRITE])

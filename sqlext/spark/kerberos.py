@@ -21,6 +21,7 @@ from sqlext.catalog.metastore import kerberos
 from sqlext.catalog.metastore.kerberos import MetastoreAuth
 
 HADOOP_PREFIX = "spark.hadoop."
+HADOOP_AUTHENTICATION = "spark.hadoop.hadoop.security.authentication"
 
 
 def configure(conf: Mapping[str, str]) -> MetastoreAuth:
@@ -41,11 +42,17 @@ def hive_settings(auth: MetastoreAuth) -> dict[str, str]:
     }
 
 
+def hadoop_kerberos(conf: Mapping[str, str]) -> bool:
+    """Whether the conf turns Hadoop's own login to Kerberos (a kerberized HDFS:
+    ``spark.hadoop.hadoop.security.authentication=kerberos``)."""
+    return conf.get(HADOOP_AUTHENTICATION, "").strip().lower() == "kerberos"
+
+
 def secure(conf: Mapping[str, str], jvm: Any) -> dict[str, str]:
     """Configure this process's clients and the JVM's Hadoop login; return the Spark conf to add (for Spark's
     Hive client). Call before the SparkContext is created."""
     auth = configure(conf)
-    if not auth.sasl:
+    if not auth.sasl and not hadoop_kerberos(conf):
         return {}
     krb5_conf = os.environ.get("KRB5_CONFIG")
     system = jvm.java.lang.System
@@ -68,6 +75,13 @@ def secure(conf: Mapping[str, str], jvm: Any) -> dict[str, str]:
                 "KEYTAB PRINCIPAL says the same in the shell).",
                 option=kerberos.CLIENT_KEYTAB,
             ) from None
+    elif not bool(login.getLoginUser().hasKerberosCredentials()):
+        raise kerberos.KerberosError(
+            f"Kerberos: there is no Kerberos ticket for Hadoop's login ({HADOOP_AUTHENTICATION}=kerberos, or a "
+            "kerberized metastore): kinit as the user (the ticket cache KRB5CCNAME), or set "
+            "spark.kerberos.principal and spark.kerberos.keytab.",
+            option=kerberos.CLIENT_KEYTAB,
+        )
     return {key: value for key, value in hive_settings(auth).items() if key not in conf}
 
 
