@@ -8,5 +8,6 @@ pytest_plugins = [
     "tests.support.ordering",
     "tests.support.class_archive",
     "tests.support.kdc",
+    "tests.support.kafka_kerberos",
     "tests.support.java_classes",
 ]
