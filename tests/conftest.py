@@ -9,5 +9,6 @@ pytest_plugins = [
     "tests.support.class_archive",
     "tests.support.kdc",
     "tests.support.kerberized_hdfs",
+    "tests.support.kafka_kerberos",
     "tests.support.java_classes",
 ]

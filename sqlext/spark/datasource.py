@@ -44,6 +44,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 
 from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.formats import ltz_columns
+from sqlext.catalog.metastore import security
 from sqlext.catalog.metastore.client import RetryPolicy
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit.committer import BatchCommitter
@@ -77,6 +78,8 @@ class SqlextDataSource(DataSource):
     defaults: dict[str, str] = {}  # noqa: RUF012 - set per registration by register()
     #: The session's ``spark.hadoop.*`` keys: the writer's Python workers have no JVM to ask (see sqlext.io.arrowfs).
     hadoop: dict[str, str] = {}  # noqa: RUF012 - set per registration by register()
+    #: The session's metastore security (Kerberos, TLS): the writer's Python workers were not configured with it.
+    metastore_security: dict[str, str] = {}  # noqa: RUF012 - set per registration by register()
 
     @classmethod
     def name(cls) -> str:
@@ -92,6 +95,7 @@ class SqlextDataSource(DataSource):
                 "format('sqlext') does not know the metastore: call sqlext.register(spark) on this session, "
                 "or give .option('metastore.uris', 'thrift://host:port')."
             )
+        security.adopt(self.metastore_security)
         table, table_id = load_sink_table(uri, TableIdentifier.parse(options["table"]), _retry(options))
         ident = table.identifier
         query = options.get("pipeline.name") or f"sqlext_{ident.database}_{ident.name}"
@@ -116,7 +120,7 @@ class SqlextDataSource(DataSource):
             options.get("checkpointlocation"),
         )
         claim.on_start()
-        return SqlextStreamWriter(settings, query, uri, self.hadoop, claim)
+        return SqlextStreamWriter(settings, query, uri, self.hadoop, claim, self.metastore_security)
 
 
 def check_watermark_source(settings: SinkSettings, columns: list[str]) -> None:
@@ -202,19 +206,23 @@ class SqlextStreamWriter(DataSourceStreamArrowWriter):
         metastore_uri: str,
         hadoop: dict[str, str] | None = None,
         claim: WriterClaim | None = None,
+        metastore_security: dict[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.query_name = query_name
         self.metastore_uri = metastore_uri
         self.hadoop = hadoop or {}
         self.claim = claim
+        self.metastore_security = metastore_security or {}
         arrowfs.configure(self.hadoop)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Unpickled in a Python worker (executor task or the driver-side commit): no JVM there, so the
-        # fallback filesystem learns the session's Hadoop settings before any file is touched.
+        # fallback filesystem learns the session's Hadoop settings before any file is touched, and the
+        # metastore client the commit's Kerberos login and TLS.
         self.__dict__.update(state)
         arrowfs.configure(self.hadoop)
+        security.adopt(self.metastore_security)
 
     # -- executors -------------------------------------------------------------------------------
 
@@ -378,8 +386,11 @@ def register(spark: Any) -> None:
     deadline = spark.conf.get(METASTORE_RETRY_DEADLINE, None) or config.get(METASTORE_RETRY_DEADLINE)
     if deadline:
         defaults[RETRY_DEADLINE_OPTION] = deadline
-    hadoop = {key: value for key, value in _session_conf(spark).items() if key.startswith(arrowfs.HADOOP_PREFIX)}
-    source = type("SqlextDataSource", (SqlextDataSource,), {"defaults": defaults, "hadoop": hadoop})
+    session_conf = _session_conf(spark)
+    hadoop = {key: value for key, value in session_conf.items() if key.startswith(arrowfs.HADOOP_PREFIX)}
+    secured = security.settings_of({**config.values, **session_conf})
+    attributes = {"defaults": defaults, "hadoop": hadoop, "metastore_security": secured}
+    source = type("SqlextDataSource", (SqlextDataSource,), attributes)
     spark.dataSource.register(source)
 
 

@@ -9,6 +9,10 @@ keys the user set are kept). In a JVM it started (:func:`sqlext.spark.session.sp
 SparkContext exists, it turns Hadoop's login (``UserGroupInformation``) to Kerberos and logs in from the keytab,
 as ``spark-submit --principal --keytab`` does on YARN; without a keytab Hadoop reads the ticket cache itself.
 Java reads no ``KRB5_CONFIG``: when it is set, the JVM's ``java.security.krb5.conf`` is pointed at it unless set.
+
+TLS to the metastore (``spark.sqlext.metastore.use.SSL`` and its truststore, :mod:`sqlext.catalog.metastore.tls`)
+is configured the same way: this process's clients, and Spark's Hive client under Hive's names
+(``spark.hadoop.hive.metastore.use.SSL``, ``spark.hadoop.hive.metastore.truststore.path`` / ``.password``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from sqlext.catalog.metastore import kerberos
+from sqlext.catalog.metastore import kerberos, tls
 from sqlext.catalog.metastore.kerberos import MetastoreAuth
 
 HADOOP_PREFIX = "spark.hadoop."
@@ -28,6 +32,7 @@ def configure(conf: Mapping[str, str]) -> MetastoreAuth:
     """Make the conf's metastore authentication this process's (sqlext's own client)."""
     auth = MetastoreAuth.from_values(conf)
     kerberos.configure(auth)
+    tls.configure(tls.MetastoreTls.from_values(conf))
     return auth
 
 
@@ -52,8 +57,9 @@ def secure(conf: Mapping[str, str], jvm: Any) -> dict[str, str]:
     """Configure this process's clients and the JVM's Hadoop login; return the Spark conf to add (for Spark's
     Hive client). Call before the SparkContext is created."""
     auth = configure(conf)
+    tls_settings = {key: value for key, value in tls.current().hive_settings().items() if key not in conf}
     if not auth.sasl and not hadoop_kerberos(conf):
-        return {}
+        return tls_settings
     krb5_conf = os.environ.get("KRB5_CONFIG")
     system = jvm.java.lang.System
     if krb5_conf and not system.getProperty("java.security.krb5.conf"):
@@ -82,7 +88,7 @@ def secure(conf: Mapping[str, str], jvm: Any) -> dict[str, str]:
             "spark.kerberos.principal and spark.kerberos.keytab.",
             option=kerberos.CLIENT_KEYTAB,
         )
-    return {key: value for key, value in hive_settings(auth).items() if key not in conf}
+    return {key: value for key, value in hive_settings(auth).items() if key not in conf} | tls_settings
 
 
 def _first_line(exc: Exception) -> str:

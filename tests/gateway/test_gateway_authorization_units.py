@@ -3,6 +3,7 @@ what sqlext statements are judged on, and the rules against owners and grants in
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,95 @@ def test_rules_follow_owners_and_grants_in_the_metastore(tmp_path: Path, hms: Me
     with pytest.raises(AuthorizationError, match=r"rule 'location'.*allowed-locations"):
         rules.check("bob", [Access(Action.LOCATION, str(tmp_path / "elsewhere"))])
     catalog.drop_table(table)
+
+
+KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
+
+
+class _NoTables(PrivilegeStore):
+    """A metastore without tables (no location overlaps one)."""
+
+    def __init__(self) -> None:
+        pass
+
+    def tables_overlapping(self, location: str) -> list[tuple[TableIdentifier, str]]:
+        return []
+
+
+def _kafka_table(jaas_config: str, **more: str) -> str:
+    extra = "".join(f", '{key}' = '{value}'" for key, value in more.items())
+    return (
+        "CREATE TEMPORARY TABLE k (v STRING) WITH ('connector' = 'kafka', 'topic' = 't', "
+        f"'properties.bootstrap.servers' = 'b:9092', 'format' = 'raw', 'properties.sasl.jaas.config' = "
+        f"'{jaas_config}'{extra})"
+    )
+
+
+def test_a_users_kafka_login_may_be_kerberos_with_its_own_keytab_judged_as_a_location(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SQLEXT_HOME", str(tmp_path / "home"))
+    keytab = tmp_path / "home" / "warehouse" / "keytabs" / "alice.keytab"
+    settings = _settings(tmp_path)
+    rules = Rules(settings, _NoTables())
+    accesses = _sqlext_accesses(
+        _kafka_table(f'{KRB5} required useKeyTab=true storeKey=true keyTab="{keytab}" principal="alice@R";'),
+        settings,
+    )
+    assert accesses == [Access(Action.LOCATION, str(keytab))]
+    rules.check("alice", accesses)  # under the allowed locations (the warehouse): taken
+    elsewhere = _sqlext_accesses(
+        _kafka_table(f'{KRB5} required useKeyTab=true keyTab="/etc/security/keytabs/hive.keytab" principal="h@R";'),
+        settings,
+    )
+    with pytest.raises(AuthorizationError, match=re.escape("rule 'location' on '/etc/security/keytabs/hive.keytab'")):
+        rules.check("alice", elsewhere)
+    plain = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="p";'
+    assert _sqlext_accesses(_kafka_table(plain), settings) == []
+
+
+@pytest.mark.parametrize(
+    ("jaas_config", "named"),
+    [
+        ("evil.LoginModule required;", "login module evil.LoginModule is not one of"),
+        (f'{KRB5} required useTicketCache=true principal="alice@R";', "the server's own tickets"),
+        (f'{KRB5} required useKeyTab=true principal="alice@R";', "needs useKeyTab=true and keyTab"),
+        (f"{KRB5} required useKeyTab=true keyTab=/k principal=a", "does not end with ';'"),
+    ],
+)
+def test_a_users_other_kafka_logins_are_custom_classes_only_admins_may_name(
+    tmp_path: Path, jaas_config: str, named: str
+) -> None:
+    settings = _settings(tmp_path)
+    accesses = _sqlext_accesses(_kafka_table(jaas_config), settings)
+    assert [a.action for a in accesses] == [Action.CUSTOM_CLASS]
+    assert named in accesses[0].target
+    rules = Rules(settings, _NoTables())
+    with pytest.raises(
+        AuthorizationError, match=re.escape("rule 'custom-class' on 'option 'properties.sasl.jaas.config'")
+    ):
+        rules.check("alice", accesses)
+    rules.check("root", accesses)  # an admin may
+
+
+def test_librdkafkas_kinit_command_is_a_command_line_and_its_keytab_a_location(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    accesses = _sqlext_accesses(
+        _kafka_table(
+            f'{KRB5} required useKeyTab=true keyTab="/k" principal="a";',
+            **{"properties.sasl.kerberos.kinit.cmd": "rm -rf /", "properties.sasl.kerberos.keytab": "/k2"},
+        ),
+        settings,
+    )
+    assert Access(Action.SCRIPT, "option 'properties.sasl.kerberos.kinit.cmd'") in accesses
+    assert Access(Action.LOCATION, "/k2") in accesses
+
+
+def test_the_servers_own_keytabs_are_protected(tmp_path: Path) -> None:
+    keytab = tmp_path / "warehouse-too" / "etl.keytab"
+    settings = _settings(
+        tmp_path,
+        **{"spark.kerberos.keytab": str(keytab), G + "allowed-locations": str(tmp_path)},
+    )
+    assert settings.protected_path(str(keytab)) is not None
+    assert settings.protected_path(str(tmp_path / "warehouse-too" / "alice.keytab")) is None

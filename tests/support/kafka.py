@@ -34,7 +34,7 @@ def broker_classpath() -> str:
     return jars.classpath(jars.fetch("kafka-broker", BROKER_ARTIFACTS))
 
 
-def _server_properties(home: Path, port: int, controller_port: int) -> str:
+def _server_properties(home: Path, port: int, controller_port: int, extra: dict[str, str] | None = None) -> str:
     settings = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -61,6 +61,7 @@ def _server_properties(home: Path, port: int, controller_port: int) -> str:
         # 7 days under a test that had just produced it (seen as a read of no rows).
         "log.retention.ms": "-1",
     }
+    settings.update(extra or {})
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
@@ -82,6 +83,8 @@ class KafkaBroker:
     port: int
     controller_port: int
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    #: JVM options beyond the defaults (a kerberized broker's ``java.security.krb5.conf``).
+    java_options: list[str] = field(default_factory=list)
 
     @property
     def bootstrap(self) -> str:
@@ -92,14 +95,21 @@ class KafkaBroker:
         return self.home / "broker.log"
 
     @classmethod
-    def create(cls, home: Path, port: int | None = None) -> KafkaBroker:
+    def create(
+        cls,
+        home: Path,
+        port: int | None = None,
+        settings: dict[str, str] | None = None,
+        java_options: list[str] | None = None,
+        controller_port: int | None = None,
+    ) -> KafkaBroker:
         """A broker on ``port`` (default: a free one) of loopback, its storage formatted under ``home``; not
-        started."""
+        started. ``settings`` are added to (or replace) its ``server.properties`` (more listeners)."""
         home.mkdir(parents=True, exist_ok=True)
         port = port or free_port()
-        controller_port = next(p for p in iter(free_port, None) if p != port)
-        broker = cls(home, port, controller_port)
-        (home / "server.properties").write_text(_server_properties(home, port, controller_port))
+        controller_port = controller_port or next(p for p in iter(free_port, None) if p != port)
+        broker = cls(home, port, controller_port, java_options=list(java_options or []))
+        (home / "server.properties").write_text(_server_properties(home, port, controller_port, settings))
         cluster_id = _cluster_id()
         config = str(home / "server.properties")
         formatted = subprocess.run(
@@ -113,7 +123,7 @@ class KafkaBroker:
 
     def _java(self, main_class: str) -> list[str]:
         java = shutil.which("java") or "java"
-        return [java, *_JVM_OPTIONS, "-cp", broker_classpath(), main_class]
+        return [java, *_JVM_OPTIONS, *self.java_options, "-cp", broker_classpath(), main_class]
 
     def start(self, timeout_s: float = 120) -> None:
         """Start the broker and wait until it answers metadata requests."""

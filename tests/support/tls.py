@@ -49,6 +49,33 @@ class SelfSigned:
             )
         return store
 
+    def pkcs12_truststore(self) -> Path:
+        """A PKCS12 truststore with the certificate (keytool's trusted entry), password
+        :data:`TRUSTSTORE_PASSWORD`: Java and Python (cryptography) both read it."""
+        store = self.cert.with_name("truststore.p12")
+        if not store.exists():
+            keytool = shutil.which("keytool") or pytest.fail("keytool (from the JDK) is not on PATH")
+            arguments = ["-keystore", str(store), "-storepass", TRUSTSTORE_PASSWORD, "-storetype", "PKCS12"]
+            subprocess.run(
+                [keytool, "-importcert", "-noprompt", "-alias", "ca", "-file", str(self.cert), *arguments],
+                check=True,
+                capture_output=True,
+            )
+        return store
+
+    def keystore(self) -> Path:
+        """A PKCS12 keystore of the key and certificate (a Java server's), password :data:`TRUSTSTORE_PASSWORD`."""
+        store = self.cert.with_name("keystore.p12")
+        if not store.exists():
+            openssl = shutil.which("openssl") or pytest.fail("openssl is not on PATH")
+            arguments = ["-out", str(store), "-in", str(self.cert), "-inkey", str(self.key), "-name", "server"]
+            subprocess.run(
+                [openssl, "pkcs12", "-export", "-passout", f"pass:{TRUSTSTORE_PASSWORD}", *arguments],
+                check=True,
+                capture_output=True,
+            )
+        return store
+
 
 def self_signed(directory: Path) -> SelfSigned:
     """A new RSA key and a certificate valid for a day for 127.0.0.1 and localhost."""

@@ -40,11 +40,11 @@ from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException
-from thrift.transport import TSocket, TTransport
+from thrift.transport import TTransport
 from thrift.transport.TTransport import TTransportException
 
 from sqlext import listeners
-from sqlext.catalog.metastore import kerberos
+from sqlext.catalog.metastore import kerberos, tls
 from sqlext.errors import ConfigError, MetastoreError, MetastoreUnavailableError
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ UNAVAILABLE_HINT = (
     "Start it or make it reachable (for sqlext's embedded metastore: 'sqlext metastore status' / 'start'), "
     "check that spark.sqlext.metastore.uris names it, and set spark.sqlext.metastore.retry.deadline to "
     "wait longer for it. A metastore that closes each connection at once ('TSocket read 0 bytes') may take "
-    f"Kerberos logins only: set {kerberos.SASL_ENABLED}=true and {kerberos.SERVER_PRINCIPAL} (docs/secured-cluster.md)."
+    f"Kerberos logins only: set {kerberos.SASL_ENABLED}=true and {kerberos.SERVER_PRINCIPAL}, or TLS clients only "
+    f"(metastore.use.SSL): set {tls.USE_SSL}=true and {tls.TRUSTSTORE_PATH} (docs/secured-cluster.md)."
 )
 
 #: What to do when nothing listens at the metastore's URI (ends the error's message).
@@ -151,11 +152,19 @@ def parse_uris(uris: str) -> list[MetastoreAddress]:
 class MetastoreClient:
     """A retrying connection to a Hive Metastore. Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, uris: str, retry: RetryPolicy | None = None, auth: kerberos.MetastoreAuth | None = None) -> None:
+    def __init__(
+        self,
+        uris: str,
+        retry: RetryPolicy | None = None,
+        auth: kerberos.MetastoreAuth | None = None,
+        tls_settings: tls.MetastoreTls | None = None,
+    ) -> None:
         self.addresses = parse_uris(uris)
         self.retry = retry or RetryPolicy()
         #: SASL GSSAPI or none; by default the process's (:func:`kerberos.configure`, done by the session).
         self.auth = auth or kerberos.current()
+        #: TLS or none; by default the process's (:func:`tls.configure`, done by the session).
+        self.tls = tls_settings or tls.current()
         self._client: Any = None
         self._next_address = 0
         #: Further connections for the chunks of batched calls (see PARALLEL_CALLS), opened when first needed.
@@ -189,7 +198,7 @@ class MetastoreClient:
     def _connect(self) -> Any:
         address = self.addresses[self._next_address % len(self.addresses)]
         self._next_address += 1
-        sock = TSocket.TSocket(address.host, address.port)
+        sock = self.tls.socket(address.host, address.port)
         sock.setTimeout(self.retry.socket_timeout_s * 1000)
         # The C codec (thrift's fastbinary), byte for byte the pure-Python protocol's encoding: encoding 10,000
         # partitions took 0.3 s of the driver's CPU in Python, 0.025 s in C (and decoding likewise).
@@ -218,6 +227,9 @@ class MetastoreClient:
             except _TRANSPORT_ERRORS as exc:
                 _report(method, "error", began)
                 self.close()
+                refused_tls = tls.failure(exc)
+                if refused_tls is not None:  # the same certificate or protocol next time: not retried
+                    raise tls.explain(refused_tls, self.uri) from None
                 if self._nothing_listens(exc, attempt):
                     raise MetastoreUnavailableError(
                         f"Nothing listens at {self.uri}: the connection to the Hive Metastore was refused "
@@ -460,7 +472,9 @@ class MetastoreClient:
             future.result()
 
     def _open_lanes(self, count: int) -> list[MetastoreClient]:
-        self._lanes.extend(MetastoreClient(self.uri, self.retry, self.auth) for _ in range(count - len(self._lanes)))
+        self._lanes.extend(
+            MetastoreClient(self.uri, self.retry, self.auth, self.tls) for _ in range(count - len(self._lanes))
+        )
         for lane in self._lanes:
             lane.served = self.served
         return self._lanes[:count]

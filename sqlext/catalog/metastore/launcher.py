@@ -43,9 +43,10 @@ from string import Template
 from xml.sax.saxutils import escape
 
 from sqlext import config as cfg
-from sqlext.catalog.metastore import bound, kerberos, txn_tables, versions
+from sqlext.catalog.metastore import bound, kerberos, tls, txn_tables, versions
 from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.secured import ServerKerberos
+from sqlext.catalog.metastore.tls import ServerTls
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.config import SqlextConfig
 from sqlext.errors import ConfigError, JavaNotFoundError, MetastoreError
@@ -101,6 +102,8 @@ class MetastoreSettings:
     #: hive.metastore.kerberos.keytab.file; none: no authentication.
     kerberos_principal: str | None = None
     kerberos_keytab: Path | None = None
+    #: TLS (Hive 4's metastore.use.SSL) with this keystore (``spark.sqlext.metastore.keystore.*``); none: plain.
+    tls: ServerTls | None = None
 
     @classmethod
     def from_config(cls, config: SqlextConfig) -> MetastoreSettings:
@@ -135,6 +138,7 @@ class MetastoreSettings:
             version=version,
             kerberos_principal=v.get(kerberos.SERVER_PRINCIPAL) if v.get(kerberos.SERVER_KEYTAB) else None,
             kerberos_keytab=Path(v[kerberos.SERVER_KEYTAB]) if v.get(kerberos.SERVER_KEYTAB) else None,
+            tls=ServerTls.from_values(v),
         )
 
     def __post_init__(self) -> None:
@@ -147,6 +151,8 @@ class MetastoreSettings:
         secured = self.server_kerberos()
         if secured is not None:
             secured.check()
+        if self.tls is not None:
+            self.tls.check(self.version.value)
         if not 0 < self.port < 65536:
             raise MetastoreError(f"Invalid metastore port {self.port}: expected 1-65535.", value=str(self.port))
         if self.backend is Backend.POSTGRES and not self.jdbc_url:
@@ -312,6 +318,8 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     settings.home.mkdir(parents=True, exist_ok=True)
     secured = settings.server_kerberos()
     security = secured.hive_properties() if secured is not None else ()
+    if settings.tls is not None:
+        security += settings.tls.hive_properties()
     _write_hive_site(settings, release.host_properties(settings.host) + _mapping(settings, release) + security)
     jdbc_url, _, driver_jar = settings.connection()
     classpath = [str(settings.conf_dir.resolve())]
@@ -471,7 +479,9 @@ def _answers(settings: MetastoreSettings, timeout_s: float) -> bool:
     try:
         secured = settings.server_kerberos()
         auth = secured.own_auth() if secured is not None else kerberos.MetastoreAuth()
-        with MetastoreClient(settings.uri, retry, auth) as client:
+        # Its own certificate is not checked here: the question is only whether it answers.
+        own_tls = tls.MetastoreTls(enabled=True, verify=False) if settings.tls is not None else tls.MetastoreTls()
+        with MetastoreClient(settings.uri, retry, auth, own_tls) as client:
             client.get_all_databases()
     except Exception:  # refused, reset, or a Thrift peer that is not a metastore
         return False

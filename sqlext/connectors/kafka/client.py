@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlext.connectors.kafka import jaas
 from sqlext.connectors.kafka import options as ko
 from sqlext.errors import SqlextError
 
@@ -94,8 +95,14 @@ def consumer(settings: ReadSettings) -> Any:
     """A consumer that never commits by itself and is only ever assigned partitions."""
     from confluent_kafka import Consumer, KafkaException
 
+    try:
+        properties = jaas.librdkafka_properties(settings.client)
+    except ValueError as exc:
+        raise KafkaSourceError(
+            f"properties.{jaas.KEY} of table {settings.table}: {exc}.", option=f"properties.{jaas.KEY}"
+        ) from None
     config: dict[str, Any] = {
-        **settings.client,
+        **properties,
         "group.id": settings.group_id or f"sqlext-{settings.table}",
         "enable.auto.commit": False,
         "enable.partition.eof": False,
@@ -103,6 +110,16 @@ def consumer(settings: ReadSettings) -> Any:
     try:
         return Consumer(config, logger=CLIENT_LOG)
     except (KafkaException, ValueError, TypeError) as exc:
+        if "No provider for SASL mechanism GSSAPI" in str(exc):
+            raise KafkaSourceError(
+                f"Table {settings.table} logs in to Kafka with SASL GSSAPI (Kerberos), which sqlext's own Kafka "
+                "source cannot: its client, confluent-kafka's librdkafka, was built without GSSAPI (the PyPI "
+                "wheels are). Read it with Spark's Kafka source (spark.sqlext.kafka.source=spark, its jar on the "
+                "class path: docs/kafka.md), or install confluent-kafka built against a librdkafka with "
+                f"libsasl2. The client said: {exc.args[0] if exc.args else exc}",
+                option="properties.sasl.mechanism",
+                value="GSSAPI",
+            ) from None
         raise KafkaSourceError(
             f"Kafka client properties of table {settings.table} are not accepted: {exc}", option="properties."
         ) from None

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.catalog.format_options import check_format_options
 from sqlext.catalog.formats import check_columns
+from sqlext.connectors.kafka import jaas, spark_source
 from sqlext.connectors.kafka import options as ko
-from sqlext.connectors.kafka import spark_source
 from sqlext.connectors.kafka.client import ReadSettings, client_properties, timeout_of
 from sqlext.connectors.kafka.decoding import METADATA, Projection, decode
 from sqlext.errors import OptionError, ValidationError
@@ -64,6 +64,7 @@ class KafkaTableFactory(ConnectorFactory):
                 option=ko.VALUE_FORMAT.key,
             )
         _check_keys(table, options)
+        _check_jaas(table.options)
         projection = Projection.of(table)
         _check_format_options(table.options, projection)
         _check_format(projection.value_format, projection.value_options, projection.value_columns, "value")
@@ -205,6 +206,20 @@ def _check_mode(
             ko.parse_specific_offsets(text, offsets_option.key)
         except ValueError as exc:
             raise OptionError(str(exc), option=offsets_option.key, value=text) from None
+
+
+def _check_jaas(raw: Mapping[str, str]) -> None:
+    """A JAAS config must be readable (Kafka's client reads it only when the query starts)."""
+    key = ko.PROPERTIES.key + jaas.KEY
+    if key in raw:
+        try:
+            jaas.parse(raw[key])
+        except ValueError as exc:
+            raise OptionError(
+                f"Invalid '{key}': {exc}. Kafka's form is 'LoginModuleClass required key=\"value\" ...;' (e.g. "
+                f'{jaas.KRB5_LOGIN_MODULE} required useKeyTab=true keyTab="..." principal="...";).',
+                option=key,
+            ) from None
 
 
 def _check_keys(table: TableDefinition, options: Options) -> None:

@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlext.connectors.kafka import jaas
 from sqlext.connectors.kafka import options as ko
 from sqlext.connectors.kafka.client import KafkaSourceError, ReadSettings, deleted_topics_message, reset_offset
 
@@ -172,7 +173,10 @@ class _Admin:
         for key, value in settings.client.items():
             if key != "auto.offset.reset":
                 properties.setProperty(key, value)
-        self.client = self.jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+        try:
+            self.client = self.jvm.org.apache.kafka.clients.admin.Admin.create(properties)
+        except Exception as exc:  # py4j's Java exception: the client's login (JAAS) failed
+            raise KafkaSourceError(login_failure(settings, _causes(exc)), option=f"properties.{jaas.KEY}") from None
 
     def __enter__(self) -> _Admin:
         return self
@@ -195,9 +199,13 @@ class _Admin:
         try:
             names = self.topic_names()
         except Exception as exc:
+            causes = _causes(exc)
+            if any("SaslAuthenticationException" in cause for cause in causes):
+                raise KafkaSourceError(authentication_failure(s, causes), option=f"properties.{jaas.KEY}") from None
+            unsecured = "" if "security.protocol" in s.client else _UNSECURED_HINT
             raise KafkaSourceError(
                 f"Kafka broker(s) {s.brokers} did not answer for {s.subscription} of table {s.table} within "
-                f"{s.timeout_s:g} s (properties.socket.timeout.ms): {_cause(exc)}",
+                f"{s.timeout_s:g} s (properties.socket.timeout.ms): {_cause(exc)}{unsecured}",
                 option=ko.BOOTSTRAP_SERVERS.key,
                 value=s.brokers,
             ) from None
@@ -251,6 +259,77 @@ def explain_deleted_topics(failure: str, reads: list[tuple[Any, ReadSettings]]) 
         if gone:
             explained.append(deleted_topics_message(settings, gone))
     return "\n".join(explained) or None
+
+
+_UNSECURED_HINT = (
+    ". A broker taking only SASL or TLS clients drops one without 'properties.security.protocol' "
+    "(SASL_PLAINTEXT, SASL_SSL, SSL)"
+)
+
+
+def _login(settings: ReadSettings) -> str:
+    """Who the table logs in as, from its JAAS config: "as P (keytab K)", or "" when it names none."""
+    try:
+        modules = jaas.parse(settings.client.get(jaas.KEY, ""))
+    except ValueError:
+        return ""
+    options = modules[0].options
+    keytab = f" (keytab {options['keyTab']})" if options.get("keyTab") else ""
+    return f" as {options['principal']}{keytab}" if options.get("principal") else keytab
+
+
+def login_failure(settings: ReadSettings, causes: list[str]) -> str:
+    """The message of a Kafka client that could not log in (its JAAS login, before any broker was asked)."""
+    innermost = causes[-1] if causes else "the Kafka client could not be created"
+    text = " ".join(causes)
+    if "KafkaClient' entry" in text or "java.security.auth.login.config" in text:
+        hint = (
+            f"set 'properties.{jaas.KEY}' (for Kerberos: {jaas.KRB5_LOGIN_MODULE} required useKeyTab=true "
+            'keyTab="..." principal="...";)'
+        )
+    elif "Unable to obtain password" in text or "LoginException" in text:
+        hint = (
+            "the keytab holds no key for that principal, or cannot be read: check keyTab and principal in "
+            f"'properties.{jaas.KEY}' (klist -kt KEYTAB lists the principals a keytab holds)"
+        )
+    else:
+        hint = f"check 'properties.{jaas.KEY}' and 'properties.sasl.mechanism'"
+    return (
+        f"Kafka: the client of table {settings.table} could not log in{_login(settings)} for broker(s) "
+        f"{settings.brokers}: {hint}. The client said: {innermost}"
+    )
+
+
+def authentication_failure(settings: ReadSettings, causes: list[str]) -> str:
+    """The message of a login the broker (or the KDC, for the broker's service ticket) refused."""
+    text = " ".join(causes)
+    service = settings.client.get("sasl.kerberos.service.name", "")
+    innermost = next((c for c in reversed(causes) if "Kerberos database" in c), causes[-1] if causes else "")
+    if "Server not found in Kerberos database" in text:
+        hint = (
+            f"the KDC knows no principal {service or '?'}/HOST for the broker: 'properties.sasl.kerberos.service.name' "
+            f"('{service}') must be the first part of the broker's principal (SERVICE/HOST@REALM), and "
+            "'properties.bootstrap.servers' name the brokers by the host names in their principals"
+        )
+    else:
+        hint = f"check the principal and keytab in 'properties.{jaas.KEY}' and 'properties.sasl.kerberos.service.name'"
+    return (
+        f"Kafka broker(s) {settings.brokers} refused the SASL login of table {settings.table}{_login(settings)}: "
+        f"{hint}. The client said: {innermost}"
+    )
+
+
+def _causes(exc: Exception) -> list[str]:
+    """The first line of each Java exception in a py4j error's cause chain, outermost first."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return [str(exc).strip().splitlines()[0]] if str(exc).strip() else [type(exc).__name__]
+    found: list[str] = []
+    while java is not None and len(found) < 20:
+        text = str(java.toString()).strip()
+        found.append(text.splitlines()[0] if text else "")
+        java = java.getCause()
+    return found
 
 
 def _cause(exc: Exception) -> str:

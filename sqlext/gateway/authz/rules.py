@@ -36,7 +36,8 @@ _ADMIN_ONLY_REASONS = {
     Action.PATH_READ: "reading files by path bypasses table privileges.",
     Action.PATH_WRITE: "writing files by path bypasses table privileges.",
     Action.DATA_SOURCE: "only file formats (parquet, orc, csv, json, text, avro) and Hive tables may be created.",
-    Action.CUSTOM_CLASS: "a table option naming a class makes the server load it.",
+    Action.CUSTOM_CLASS: "a table option naming a class makes the server load it, and a login module other than "
+    "Kerberos's with its own keytab (or Kafka's PLAIN/SCRAM) logs in with the server's credentials.",
     Action.SETTING: "this setting changes what the server may do.",
 }
 

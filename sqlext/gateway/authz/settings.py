@@ -110,7 +110,7 @@ class AuthorizationSettings:
             admins=security.admins,
             allowed_locations=allowed,
             denied_settings=BUILT_IN_DENIED_SETTINGS + extra_denied,
-            protected=tuple(normalize(str(p)) for p in _server_files(security)),
+            protected=tuple(normalize(str(p)) for p in (*_server_files(security), *_server_keytabs(values))),
             carved_out=tuple(normalize(item) for item in carved),
         )
 
@@ -145,9 +145,20 @@ def _server_files(security: GatewaySecurity) -> Iterable[Path]:
     """The gateway's home and conf, its users file and TLS files, Spark's and Hadoop's conf dirs."""
     yield default_home()
     yield packaged_conf_dir().resolve()
-    for path in (security.users_file, security.ssl_certfile, security.ssl_keyfile):
+    for path in (security.users_file, security.ssl_certfile, security.ssl_keyfile, security.kerberos_keytab):
         if path is not None:
             yield path.resolve()
     for variable in ("SQLEXT_CONF_DIR", "SPARK_CONF_DIR", "HADOOP_CONF_DIR"):
         if os.environ.get(variable):
             yield Path(os.environ[variable]).resolve()
+
+
+#: The keys naming keytabs of the server's own logins (the job's, the embedded metastore's).
+_KEYTAB_KEYS = ("spark.kerberos.keytab", "spark.sqlext.metastore.kerberos.keytab.file")
+
+
+def _server_keytabs(values: Mapping[str, str]) -> Iterable[Path]:
+    """The keytabs the server logs in with: no table option may name them (a Kafka login as the server)."""
+    for key in _KEYTAB_KEYS:
+        if values.get(key):
+            yield Path(values[key]).expanduser().resolve()

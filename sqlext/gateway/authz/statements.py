@@ -1,7 +1,9 @@
 """What a sqlext statement (Flink DDL, a sqlext INSERT, ``SET 'k' = 'v'``) does, from sqlext's parse.
 
 Table options are judged as locations (``path`` and any option ending in ``.location``) and as code
-(options ending in ``.class``, Kafka's ``properties.sasl.jaas.config``: classes the server would load).
+(options ending in ``.class``: classes the server would load; Kafka's ``properties.sasl.jaas.config``: a login
+module, which users may name only among :data:`sqlext.connectors.kafka.jaas.USER_MODULES`, Kerberos's with a
+keytab judged as a location; librdkafka's ``sasl.kerberos.kinit.cmd``: a command line).
 An INSERT's query is Spark SQL: its parsed Spark plan is read too (script transformation, reflection,
 paths), and each table it reads needs SELECT; so for a query with ``OPTIONS`` hints, whose hints' options are
 judged as a table's. An INSERT into a table that is not sqlext's runs in
@@ -12,13 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from sqlext.connectors.kafka import jaas
 from sqlext.gateway.authz.access import Access, Action
 from sqlext.gateway.authz.settings import AuthorizationSettings
 from sqlext.sql import statements as p
 from sqlext.table import TableIdentifier
 
-#: Table options whose value names a class the server loads, or a login module (JAAS).
-CODE_OPTION_SUFFIXES = (".class", ".jaas.config", ".callback.handler.class")
+#: Table options whose value names a class the server loads.
+CODE_OPTION_SUFFIXES = (".class", ".callback.handler.class")
+#: A login module (Kafka's ``sasl.jaas.config``): see :func:`_jaas_accesses`.
+JAAS_SUFFIX = ".jaas.config"
+#: librdkafka's ``sasl.kerberos.kinit.cmd``: a command line the client runs.
+KINIT_SUFFIX = ".kinit.cmd"
+#: librdkafka's ``sasl.kerberos.keytab``: a file the server reads.
+KEYTAB_SUFFIX = ".kerberos.keytab"
 LOCATION_OPTIONS = ("path",)
 LOCATION_OPTION_SUFFIXES = (".location",)
 
@@ -30,8 +39,32 @@ def option_accesses(options: Mapping[str, str]) -> list[Access]:
         lowered = key.lower()
         if lowered in LOCATION_OPTIONS or lowered.endswith(LOCATION_OPTION_SUFFIXES):
             found.append(Access(Action.LOCATION, value))
+        elif lowered.endswith(JAAS_SUFFIX):
+            found += _jaas_accesses(key, value)
+        elif lowered.endswith(KINIT_SUFFIX):
+            found.append(Access(Action.SCRIPT, f"option '{key}'"))
+        elif lowered.endswith(KEYTAB_SUFFIX):
+            found.append(Access(Action.LOCATION, value))
         elif lowered.endswith(CODE_OPTION_SUFFIXES):
             found.append(Access(Action.CUSTOM_CLASS, f"option '{key}'"))
+    return found
+
+
+def _jaas_accesses(key: str, value: str) -> list[Access]:
+    """A JAAS config is code unless it names only login modules users may name (:data:`jaas.USER_MODULES`),
+    Kerberos's with a keytab of its own: that keytab is a path the server reads, judged as a location (under
+    the allowed locations, never the server's own files)."""
+    try:
+        modules = jaas.parse(value)
+    except ValueError as exc:
+        return [Access(Action.CUSTOM_CLASS, f"option '{key}' (unreadable: {exc})")]
+    found: list[Access] = []
+    for module in modules:
+        refusal = jaas.user_refusal(module)
+        if refusal is not None:
+            return [Access(Action.CUSTOM_CLASS, f"option '{key}' ({refusal})")]
+        if module.class_name == jaas.KRB5_LOGIN_MODULE:
+            found.append(Access(Action.LOCATION, module.options["keyTab"]))
     return found
 
 

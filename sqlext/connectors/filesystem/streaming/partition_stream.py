@@ -140,8 +140,10 @@ class CommittedPartitionReader(DataSourceStreamReader):
 
     def _metastore(self) -> Any:
         if self._client is None:
+            from sqlext.catalog.metastore import security
             from sqlext.catalog.metastore.client import MetastoreClient
 
+            security.adopt(self.spec.metastore_security)  # a Python worker Spark started: not configured
             self._client = MetastoreClient(self.spec.metastore_uris)
         return self._client
 

@@ -65,7 +65,9 @@ def read_stream(context: SourceContext) -> DataFrame:
             f"set '{cfg.METASTORE_URIS}'.",
             option=cfg.METASTORE_URIS,
         )
-    spec = SourceSpec.of_table(table, uris, _hadoop_conf(spark))
+    from sqlext.catalog.metastore import security
+
+    spec = SourceSpec.of_table(table, uris, _hadoop_conf(spark), security.current())
     register(spark)
     frame = spark.readStream.format(FORMAT_NAME).schema(spec.schema_ddl()).option("spec", spec.to_json()).load()
     return frame.select(*_output_columns(table))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
 from sqlext.table import TableDefinition
@@ -24,9 +24,17 @@ class SourceSpec:
     data_columns: tuple[tuple[str, str], ...]
     options: Mapping[str, str]
     hadoop: Mapping[str, str]
+    #: The session's metastore Kerberos and TLS settings (:mod:`sqlext.catalog.metastore.security`).
+    metastore_security: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of_table(cls, table: TableDefinition, metastore_uris: str, hadoop: Mapping[str, str]) -> SourceSpec:
+    def of_table(
+        cls,
+        table: TableDefinition,
+        metastore_uris: str,
+        hadoop: Mapping[str, str],
+        metastore_security: Mapping[str, str] | None = None,
+    ) -> SourceSpec:
         """The spec of reading ``table`` through the metastore at ``metastore_uris``."""
         return cls(
             database=table.identifier.database,
@@ -36,6 +44,7 @@ class SourceSpec:
             data_columns=tuple((c.name, c.type) for c in table.data_columns),
             options=dict(table.options),
             hadoop=hadoop,
+            metastore_security=dict(metastore_security or {}),
         )
 
     def to_json(self) -> str:
@@ -48,6 +57,7 @@ class SourceSpec:
                 "data_columns": [list(c) for c in self.data_columns],
                 "options": dict(self.options),
                 "hadoop": dict(self.hadoop),
+                "metastore_security": dict(self.metastore_security),
             }
         )
 
@@ -62,6 +72,7 @@ class SourceSpec:
             data_columns=tuple((name, kind) for name, kind in data["data_columns"]),
             options=data["options"],
             hadoop=data["hadoop"],
+            metastore_security=data.get("metastore_security", {}),
         )
 
     def settings(self) -> StreamingSourceSettings:
