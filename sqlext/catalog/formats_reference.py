@@ -193,9 +193,9 @@ Readers verified for avro (`test_interop.py`): Spark through the HMS (a Hive avr
 Hive's AvroSerDe, `spark.sql.hive.convertMetastore*` has no avro analog) and sqlext's source read every
 value exactly, except that Hive has no TIME: through the AvroSerDe a TIME column is the `int` of Avro's
 `time-millis` (milliseconds of the day); TINYINT and SMALLINT read as `int` there (same values); Flink 2.3
-reads what sqlext wrote and sqlext what Flink wrote, every value equal (`test_flink_avro.py`). Not yet
-working: Trino 476 on an avro table fails with `HIVE_METASTORE_ERROR ... Socket is closed by peer` (the
-embedded metastore drops the connection on `get_fields` for an AvroSerDe table).
+reads what sqlext wrote and sqlext what Flink wrote, every value equal (`test_flink_avro.py`); Trino 476
+reads every value as Hive's AvroSerDe does (`test_trino.py`: the TIME as its milliseconds), with the
+partitions' statistics, and old partitions after an `ALTER TABLE` added and widened columns.
 
 ### How a filesystem table is read
 

@@ -12,16 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hmsclient.genthrift.hive_metastore import ttypes
 
 from sqlext.catalog.metastore import launcher, versions
-from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.catalog.metastore.launcher import Backend, MetastoreSettings
 from sqlext.catalog.metastore.versions import HiveVersion
 from sqlext.errors import MetastoreError
 from sqlext.runtime import process
 from sqlext.table import Column, TableDefinition, TableIdentifier
 from tests.support.hms_locks import assert_locks_are_served
-from tests.support.services import PostgresServer
+from tests.support.services import VERSIONS, BackendMetastore, PostgresServer
 from tests.support.sockets import listeners_on, listening
 from tests.support.tables import create_in_hms
 from tests.support.waiting import free_port
@@ -125,3 +126,46 @@ def test_a_home_records_the_hive_release_that_created_it_and_refuses_another_sch
     assert (home / "hive-release").read_text() == "4.1.0\n"
     (home / "hive-release").unlink()  # a home from before the release was recorded: the release sqlext ran
     versions.check_home(home, HiveVersion.V4)
+
+
+#: A client that gives up at once: a metastore that drops the connection fails the call, not a minute of retries.
+_NO_RETRY = RetryPolicy(deadline_s=0.0)
+
+
+@pytest.mark.parametrize("version_metastore", VERSIONS, indirect=True)
+def test_every_version_answers_the_fields_of_an_avro_table(version_metastore: BackendMetastore, tmp_path: Path) -> None:
+    """Trino asks for an AvroSerDe table's columns by ``get_fields``; the metastore answers with the columns it
+    stores (Hive 2.3 dropped the connection, 3.1 and 4 failed: they ran the SerDe to read them)."""
+    columns = (Column("id", "BIGINT"), Column("amount", "DECIMAL(10, 2)"), Column("at", "TIMESTAMP(3)"))
+    options = {"connector": "filesystem", "path": (tmp_path / "t").as_uri(), "format": "avro"}
+    with MetastoreClient(version_metastore.uri, _NO_RETRY) as client:
+        create_in_hms(client, TableDefinition(TableIdentifier("avro_fields", "t"), columns, options))
+        table = client.get_table("avro_fields", "t")
+        assert table is not None and table.sd.serdeInfo.serializationLib.endswith(".AvroSerDe")
+        stored = [(c.name, c.type) for c in table.sd.cols]
+        assert stored == [("id", "bigint"), ("amount", "decimal(10,2)"), ("at", "timestamp")]
+        for call in ("get_fields", "get_schema"):
+            assert [(c.name, c.type) for c in client.call(call, "avro_fields", "t")] == stored, call
+
+
+def test_hive_2_3_runs_a_serde_it_does_not_take_the_columns_of(hms: MetastoreClient, tmp_path: Path) -> None:
+    """Hive 2.3 answers ``get_fields`` of a table whose SerDe is not among those it takes the stored columns of
+    by running the SerDe (Trino asks so for an ``OpenCSVSerde`` table): that runs Hive's ``StringInternUtils``,
+    which needs ``java.net`` opened on Java 17 (without, the Thrift worker died and dropped the connection)."""
+    sd = ttypes.StorageDescriptor(
+        cols=[ttypes.FieldSchema("a", "string", None), ttypes.FieldSchema("b", "string", None)],
+        location=(tmp_path / "csv").as_uri(),
+        inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+        outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+        serdeInfo=ttypes.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.OpenCSVSerde", parameters={}),
+    )
+    hms.create_database("serde_fields", location=(tmp_path / "serde_fields.db").as_uri())
+    table = ttypes.Table(tableName="t", dbName="serde_fields", sd=sd, partitionKeys=[], tableType="EXTERNAL_TABLE")
+    hms.create_table(table)
+    with MetastoreClient(hms.uri, _NO_RETRY) as client:
+        fields = client.call("get_fields", "serde_fields", "t")
+    # The SerDe's own answer: OpenCSVSerde reads every column as a string, "from deserializer".
+    assert [(c.name, c.type, c.comment) for c in fields] == [
+        ("a", "string", "from deserializer"),
+        ("b", "string", "from deserializer"),
+    ]

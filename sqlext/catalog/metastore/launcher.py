@@ -58,6 +58,12 @@ MAIN_CLASS = bound.MAIN_CLASS
 #: The main class of metastores started by earlier sqlext versions (on every interface): still stopped.
 HIVE_MAIN_CLASS = versions.HIVE_MAIN_CLASS
 DEFAULT_PORT = 9083
+#: Hive's ``StringInternUtils`` (hive-common) reflects on ``java.net.URI``'s private field when it first loads,
+#: which Java 17 refuses unless the package is opened: the class then fails to initialize, and every call that
+#: reaches it (``get_fields``/``get_schema`` of an AvroSerDe table, which runs the SerDe) dies with an ``Error``
+#: that the Thrift server does not catch, so it drops the connection (Trino reading an avro table). Spark's own
+#: JVM opens the same package (``JavaModuleOptions``).
+JVM_OPENS = ("--add-opens=java.base/java.net=ALL-UNNAMED",)
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
 #: The file in a Derby database's dir saying that its transaction tables were created (for which Hive version).
 TXN_TABLES_MARKER = "sqlext-txn-tables"
@@ -347,6 +353,7 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
         "-Dlog4j2.contextSelector=org.apache.logging.log4j.core.selector.ClassLoaderContextSelector",
         f"-Dlog4j2.configurationFile={log4j.resolve().as_uri()}",
         f"-Dderby.stream.error.file={(settings.home / 'logs' / 'derby.log').resolve()}",
+        *JVM_OPENS,
         *(secured.jvm_options() if secured is not None else ()),
         "-cp",
         os.pathsep.join(classpath),

@@ -11,8 +11,10 @@ settings it needs beyond ``conf/hive-site.xml.template``:
   are not published as a standalone server) with its dependencies and Hadoop 3.3.6's ``hadoop-hdfs``
   (~111 MB), run by Hive's own ``HiveMetaStore`` with ``metastore.thrift.bind.host``.
 
-The schema is created on first start by DataNucleus (``datanucleus.schema.autoCreateAll``): Hive's
-``schematool`` needs the SQL scripts of the binary tarball, which Maven Central does not carry. DataNucleus
+The schema is created on first start by DataNucleus (``datanucleus.schema.autoCreateAll``), not by Hive's
+``schematool`` (its scripts are in the binary tarballs Maven Central serves beside the jars,
+``hive-standalone-metastore:3.1.3:tar.gz:bin`` and ``hive-standalone-metastore-server:4.0.1:tar.gz:bin``,
+which sqlext does not fetch; Hive 2.3's come only with Hive's own distribution). DataNucleus
 does not create Hive's transaction tables (the lock and transaction calls need them): sqlext creates each
 version's before each start, from its DDL in ``txn/`` (:mod:`sqlext.catalog.metastore.txn_tables`).
 A home's database holds one version's schema, so a home remembers the version that created it.
@@ -51,6 +53,35 @@ _STANDALONE_PROPERTIES = (
     ("metastore.expression.proxy", "org.apache.hadoop.hive.metastore.DefaultPartitionExpressionProxy"),
     ("metastore.task.threads.always", "org.apache.hadoop.hive.metastore.events.EventCleanerTask"),
 )
+
+
+#: The SerDes whose tables' columns the metastore answers ``get_fields``/``get_schema`` with from its own
+#: store: each version's default list plus Hive's AvroSerDe. Otherwise the metastore runs the table's SerDe
+#: to read them, which a standalone metastore cannot (3.1: "Storage schema reading not supported"; 4:
+#: "SerDeStorageSchemaReader class not found"), and Trino asks for an avro table's fields that way. sqlext
+#: stores an avro table's columns as the types the AvroSerDe reads its schema as, so the answers agree.
+_STANDALONE_SERDES_KEY = "metastore.serdes.using.metastore.for.schema"
+_AVRO_SERDE = "org.apache.hadoop.hive.serde2.avro.AvroSerDe"
+_HIVE_SERDE = "org.apache.hadoop.hive.serde2"
+_SERDES_2_3_AND_3_1 = (
+    "org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+    f"{_HIVE_SERDE}.lazy.LazySimpleSerDe",
+    f"{_HIVE_SERDE}.columnar.ColumnarSerDe",
+    f"{_HIVE_SERDE}.dynamic_type.DynamicSerDe",
+    f"{_HIVE_SERDE}.MetadataTypedColumnsetSerDe",
+    f"{_HIVE_SERDE}.columnar.LazyBinaryColumnarSerDe",
+    "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
+    f"{_HIVE_SERDE}.lazybinary.LazyBinarySerDe",
+)
+_SERDES_4 = (
+    *(s for s in _SERDES_2_3_AND_3_1 if not s.endswith(".DynamicSerDe")),
+    f"{_HIVE_SERDE}.OpenCSVSerde",
+    "org.apache.iceberg.mr.hive.HiveIcebergSerDe",
+)
+
+
+def _schema_from_metastore(key: str, defaults: tuple[str, ...]) -> tuple[str, str]:
+    return (key, ",".join((*defaults, _AVRO_SERDE)))
 
 
 @dataclass(frozen=True)
@@ -105,7 +136,10 @@ RELEASES: dict[HiveVersion, Release] = {
         bound_source=_HERE / "BoundHiveMetaStore.java",
         # Hive 2.3's default pool is BoneCP, which pyspark's jars lack (they have HikariCP): the transaction
         # handler, which every drop and every lock call reaches, died on it and dropped the connection.
-        properties=(("datanucleus.connectionPoolingType", "HikariCP"),),
+        properties=(
+            ("datanucleus.connectionPoolingType", "HikariCP"),
+            _schema_from_metastore("hive.serdes.using.metastore.for.schema", _SERDES_2_3_AND_3_1),
+        ),
         # Ids of new partitions in blocks of 1,000, not 5 (see the file; bench/README.md, "pipelined" registration).
         derby_mapping=_HERE / "package-sqlext.orm",
     ),
@@ -119,7 +153,7 @@ RELEASES: dict[HiveVersion, Release] = {
         ),
         main_class="BoundHiveMetaStore3",
         bound_source=_HERE / "BoundHiveMetaStore3.java",
-        properties=_STANDALONE_PROPERTIES,
+        properties=(*_STANDALONE_PROPERTIES, _schema_from_metastore(_STANDALONE_SERDES_KEY, _SERDES_2_3_AND_3_1)),
     ),
     HiveVersion.V4: Release(
         HiveVersion.V4,
@@ -133,7 +167,7 @@ RELEASES: dict[HiveVersion, Release] = {
         # Its pom asks for hadoop-client-api/-runtime at a version Maven Central does not have (2.7.3).
         exclude=("org.apache.hadoop:hadoop-client-api", "org.apache.hadoop:hadoop-client-runtime"),
         bind_host_key="metastore.thrift.bind.host",
-        properties=_STANDALONE_PROPERTIES,
+        properties=(*_STANDALONE_PROPERTIES, _schema_from_metastore(_STANDALONE_SERDES_KEY, _SERDES_4)),
     ),
 }
 
