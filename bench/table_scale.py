@@ -44,12 +44,14 @@ from bench.sink_throughput import events, partition_time_table, run_sqlext_inser
 from bench.steady_state import write_steady_input
 from sqlext import listeners
 from sqlext.catalog.hms import Catalog
-from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
 from sqlext.table import TableDefinition
 
 BACKFILL_START = datetime(2010, 1, 1)
 #: Partitions registered per metastore call while the table grows.
-GROW_CHUNK = 1000
+GROW_CHUNK = 500
+#: The growing client's patience: on a loaded machine the embedded Derby metastore takes minutes for a chunk.
+GROW_RETRY = RetryPolicy(deadline_s=1800, socket_timeout_s=900)
 
 
 class CallCounter(listeners.InsertListener):
@@ -117,7 +119,7 @@ def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size:
         if len(chunk) == GROW_CHUNK or index == size - 1:
             client.add_partitions(table.identifier.database, table.identifier.name, chunk)
             chunk = []
-            print(f"  grown {index + 1:,} of {size:,} partitions", flush=True)
+            print(f"  grown {index + 1:,} of {size:,} partitions ({datetime.now(UTC):%H:%M:%S} UTC)", flush=True)
 
 
 def _timed(action: Callable[[], Any], repeats: int) -> dict[str, Any]:
@@ -252,6 +254,7 @@ def report(results: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
         "batch commit s": lambda r: r["insert"]["commit_s"],
         "metastore calls per batch": lambda r: r["insert"]["metastore_calls_per_batch"],
         "driver JVM RSS MB": lambda r: r["insert"]["driver_jvm_rss_mb"],
+        "driver Python RSS MB": lambda r: r["insert"]["driver_python_rss_mb"],
         "commit log bytes": lambda r: r["insert"]["commit_log_bytes"],
         "status s": lambda r: r["commands"]["status"]["s"],
         "commits s": lambda r: r["commands"]["commits"]["s"],
@@ -295,7 +298,8 @@ def main() -> None:
             table = partition_time_table(f"scale_{size}", work / f"scale_{size}")
             catalog.create_table(table)
             print(f"growing bench.scale_{size} to {size:,} partitions", flush=True)
-            grow(client, table, work / f"scale_{size}", size, args.files_per_partition)
+            with MetastoreClient(settings.uri, GROW_RETRY) as growing:
+                grow(growing, table, work / f"scale_{size}", size, args.files_per_partition)
             tables[size] = table
         results: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
         for round_ in range(args.repeats):
