@@ -30,13 +30,24 @@ CONF_HELP = (
 )
 
 
+def _positive_int(text: str) -> int:
+    """An argument that is a whole number of at least 1 (argparse names the flag in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of at least 1")
+    return value
+
+
 def _commits(args: argparse.Namespace) -> int:
     from sqlext.jobs.audit import commit_log_entries, describe_inserts, render, resolve_table_path
 
     conf = command_conf(args)
     path = resolve_table_path(args.table, lambda: metastore_client(conf))
     reach_storage(path, conf)
-    entries = commit_log_entries(path, args.query)
+    entries = commit_log_entries(path, args.query, last=args.last, archived=args.archived)
     if args.html:
         from sqlext.jobs.timeline import render_html
 
@@ -259,6 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
     commits = commands.add_parser("commits", help="show a table's commit log (batches, files, partitions)")
     commits.add_argument("table", help="db.table (looked up in the metastore) or the table's path URI")
     commits.add_argument("--query", help="only this writing query")
+    commits.add_argument(
+        "--last", type=_positive_int, metavar="N", help="only each query's N latest batches (read alone)"
+    )
+    commits.add_argument(
+        "--archived",
+        action="store_true",
+        help="also the batches the log expired into its archive (sink.commit-log.archive.retained-batches)",
+    )
     commits.add_argument(
         "--json", action="store_true", help="one JSON object per insert (key 'insert'), then one per batch ('batch')"
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry
+from sqlext.connectors.filesystem.commit_log_archive import CommitLogArchive
 from sqlext.connectors.filesystem.incremental.window import utc_text
 from sqlext.errors import TableNotFoundError
 from sqlext.io.fs import FileSystem, normalize
@@ -26,14 +27,29 @@ def resolve_table_path(target: str, metastore: Callable[[], MetastoreClient]) ->
     return normalize(table.sd.location)
 
 
-def commit_log_entries(table_path: str, query: str | None = None, log: CommitLog | None = None) -> list[LogEntry]:
+def commit_log_entries(
+    table_path: str,
+    query: str | None = None,
+    log: CommitLog | None = None,
+    last: int | None = None,
+    archived: bool = False,
+) -> list[LogEntry]:
     """The log's entries, by query then batch. Entries a fresh start set aside
     (``<query>.replaced-<time>``, see :func:`sqlext.jobs.checkpoint.set_aside_commit_log`) are named so.
-    ``log``: the table's commit log, when the caller keeps one (its cached reads) across calls."""
+    ``log``: the table's commit log, when the caller keeps one (its cached reads) across calls. ``last``: only
+    each query's ``last`` latest entries (read alone: one listing and ``last`` reads a query). ``archived``:
+    the entries the log expired into its archive (``sink.commit-log.archive.retained-batches``) first."""
     log = log or CommitLog(FileSystem(table_path), table_path)
+    archive = CommitLogArchive(log.fs, table_path, 0) if archived else None
+    names = [query] if query else sorted({*log.queries(), *(archive.queries() if archive else [])})
     entries = []
-    for name in [query] if query else log.queries():
-        for entry in log.entries(name):
+    for name in names:
+        held = list(log.entries(name)) if last is None else log.latest_entries(name, last)
+        if archive is not None:
+            kept = {entry.batch for entry in held}
+            held = [entry for entry in archive.entries(name) if entry.batch not in kept] + held
+            held = held if last is None else held[max(0, len(held) - last) :]
+        for entry in held:
             entry.query = name
             entries.append(entry)
     return entries

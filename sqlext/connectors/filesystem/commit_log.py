@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlext.io.fs import FileStatus, FileSystem, join
 from sqlext.io.records import RecordFormat
@@ -31,6 +31,14 @@ STAGING_DIR = "_sqlext/staging"
 _ENTRY_NAME = re.compile(r"^(\d{20})\.(requested|inflight|completed)$")
 #: Version 1: the entries as written before versions were recorded (they have none), with the fields below.
 ENTRY_FORMAT = RecordFormat("commit log entry", 1)
+
+
+class EntryArchive(Protocol):
+    """Where :meth:`CommitLog.expire` moves the entries it expires (see
+    :class:`sqlext.connectors.filesystem.commit_log_archive.CommitLogArchive`)."""
+
+    def add(self, query: str, uri: str, batch: int) -> None:
+        """Take the completed entry file ``uri`` of ``query``'s ``batch`` out of the log."""
 
 
 class State(StrEnum):
@@ -268,15 +276,35 @@ class CommitLog:
         """The highest batch of ``query`` the log has any state of."""
         return max(self._latest_states(query), default=None)
 
-    def expire(self, query: str, retained: int, keep: Callable[[int], bool] = lambda batch: False) -> list[int]:
-        """Delete the completed entries of ``query`` but its ``retained`` latest (and those ``keep`` says to
-        keep); return their batch ids. Entries not completed are never deleted: a restart finishes them."""
+    def expire(
+        self,
+        query: str,
+        retained: int,
+        keep: Callable[[int], bool] = lambda batch: False,
+        archive: EntryArchive | None = None,
+    ) -> list[int]:
+        """Take the completed entries of ``query`` but its ``retained`` latest (and those ``keep`` says to
+        keep) out of the log, into ``archive`` (None: deleted); return their batch ids. Entries not completed
+        are never expired: a restart finishes them."""
         latest = self._latest_states(query)
         older = sorted(latest)[:-retained]  # ids, not arithmetic: compaction ids are timestamps
         expired = [batch for batch in older if latest[batch][0] is State.COMPLETED and not keep(batch)]
         for batch in expired:
-            self.fs.delete_file(self._file(query, batch, State.COMPLETED))
+            if archive is None:
+                self.fs.delete_file(self._file(query, batch, State.COMPLETED))
+            else:
+                archive.add(query, self._file(query, batch, State.COMPLETED), batch)
         return expired
+
+    def latest_entries(self, query: str, count: int) -> list[LogEntry]:
+        """The ``count`` latest entries of ``query``, by batch: one listing and ``count`` reads, however many
+        the log holds."""
+        latest = self._latest_states(query)
+        found = (
+            self._read_listed(query, batch, latest[batch][1].uri)
+            for batch in sorted(latest)[max(0, len(latest) - count) :]
+        )
+        return [entry for entry in found if entry is not None]
 
 
 def _rank(state: str) -> int:

@@ -36,6 +36,7 @@ from datetime import UTC, datetime, timedelta
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
+from sqlext.connectors.filesystem.commit_log_archive import table_archive
 from sqlext.connectors.filesystem.done_policies import REPORTED_DIR, done_values, is_done_partition
 from sqlext.connectors.filesystem.escaping import parse_partition_path
 from sqlext.connectors.filesystem.extractor import create_extractor
@@ -117,6 +118,7 @@ class PartitionExpirer:
         self.fs = FileSystem(self.path)
         self.log = CommitLog(self.fs, self.path)
         self.retained = int(options.get(fso.COMMIT_LOG_RETAINED_BATCHES))
+        self.archive = table_archive(self.fs, self.path, int(options.get(fso.COMMIT_LOG_ARCHIVE_RETAINED_BATCHES)))
         self.zone = parse_zone_id(options.get(fso.WATERMARK_TIME_ZONE))
         self.extractor = create_extractor(
             options.get(fso.TIME_EXTRACTOR_KIND),
@@ -279,7 +281,7 @@ class PartitionExpirer:
             deleted.append(path)
         entry.committed_partitions = deleted
         self.log.transition(entry, State.COMPLETED)
-        self.log.expire(EXPIRATION_WRITER, self.retained)
+        self.log.expire(EXPIRATION_WRITER, self.retained, archive=self.archive)
         log.info("%s: %d expired partition(s) deleted: %s", ident, len(deleted), ", ".join(deleted[:5]))
 
 

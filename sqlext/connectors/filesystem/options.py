@@ -370,6 +370,16 @@ COMMIT_LOG_RETAINED_BATCHES = ConfigOption(
     "checkpoint. A restart only ever needs the latest.",
     check=positive,
 )
+COMMIT_LOG_ARCHIVE_RETAINED_BATCHES = ConfigOption(
+    "sink.commit-log.archive.retained-batches",
+    INT,
+    10000,
+    "sqlext: how many of a writing query's entries that sink.commit-log.retained-batches expired the table's "
+    "commit log archive keeps (in _sqlext/archive/, a file of JSON lines per 100 entries, as Hudi archives its "
+    "timeline; `sqlext commits --archived` shows them); older ones are deleted. 0: none, expired entries are "
+    "deleted.",
+    check=non_negative,
+)
 COMMIT_ASYNC = ConfigOption(
     "sink.partition-commit.async",
     BOOLEAN,
@@ -454,6 +464,7 @@ SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (
     HTTP_REPORT_PARAMS,
     COMMIT_IDLE_TIMEOUT,
     COMMIT_LOG_RETAINED_BATCHES,
+    COMMIT_LOG_ARCHIVE_RETAINED_BATCHES,
     COMMIT_ASYNC,
     TIME_EXTRACTOR_KIND,
     TIME_EXTRACTOR_CLASS,

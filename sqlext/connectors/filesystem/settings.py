@@ -39,6 +39,8 @@ class SinkSettings:
     auto_compaction: bool
     compaction_file_size: int
     retained_batches: int
+    #: Entries expired from the log that its archive keeps (``sink.commit-log.archive.retained-batches``).
+    archived_batches: int = 0
     #: Whether a streaming insert commits a batch while the next one is written (``sink.partition-commit.async``).
     commit_async: bool = True
     #: Whether the commit reads the written files for ``numRows`` (Flink's
@@ -67,6 +69,7 @@ class SinkSettings:
             auto_compaction=options.get(fso.AUTO_COMPACTION),
             compaction_file_size=options.get(fso.COMPACTION_FILE_SIZE) or rolling,
             retained_batches=options.get(fso.COMMIT_LOG_RETAINED_BATCHES),
+            archived_batches=options.get(fso.COMMIT_LOG_ARCHIVE_RETAINED_BATCHES),
             commit_async=options.get(fso.COMMIT_ASYNC),
         )
 

@@ -116,7 +116,7 @@ def test_a_poll_fetches_only_the_partitions_at_or_past_its_offset(
         **{
             "streaming-source.partition-order": order,
             "streaming-source.consume-start-offset": start_offset,
-            "streaming-source.read-recommits": "false",  # Flink's behaviour; with it sqlext watches every one
+            "streaming-source.read-recommits": "false",  # Flink's behaviour
         },
     )
     start = initial_offset(settings)
@@ -132,18 +132,46 @@ def test_a_poll_fetches_only_the_partitions_at_or_past_its_offset(
     assert len(_read_names(spec, settings, start, narrowed)) == 6
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"streaming-source.partition-order": "create-time", "streaming-source.read-recommits": "false"},
-        {"streaming-source.read-recommits": "true"},
-    ],
-    ids=["create-time", "read-recommits"],
-)
-def test_a_poll_whose_order_or_recommits_need_every_partition_fetches_them_all(
-    hms: MetastoreClient, hourly: TableDefinition, options: dict[str, str]
+@pytest.mark.parametrize("order", ["partition-name", "partition-time"])
+def test_a_poll_watching_recommits_fetches_only_the_partitions_it_read_and_those_past_its_offset(
+    hms: MetastoreClient, hourly: TableDefinition, order: str
 ) -> None:
-    spec, settings = _reading(hourly, **options)
+    """``read-recommits`` (the default): a reader started at hour 114 that read hour 10 earlier (as if it had
+    been started before and the table's older partitions were backfilled since) fetches hour 10 and hours
+    114-119, not the 120, and reads hour 10's re-commit exactly as from a poll of every partition."""
+    start_offset = "dt=2026-01-05/hr=18" if order == "partition-name" else "2026-01-05 18:00:00"
+    spec, settings = _reading(
+        hourly,
+        **{"streaming-source.partition-order": order, "streaming-source.consume-start-offset": start_offset},
+    )
+    assert settings.read_recommits
+    old_dt, old_hr = _hour(10)
+    old = f"dt={old_dt}/hr={old_hr}"
+    start = {**initial_offset(settings), "read": {old: {"sig": "as read before", "files": ["part-0.parquet"]}}}
+    narrow, whole = Recording(hms), Recording(hms)
+
+    narrowed = poll(spec, narrow, unread_names(start, settings, name_key_function(spec, settings)))
+    everything = poll(spec, whole)
+
+    assert len(whole.fetched) == HOURS
+    assert sorted(narrow.fetched) == sorted([old, *(f"dt={dt}/hr={hr}" for dt, hr in map(_hour, range(114, HOURS)))])
+
+    def files(partition: Any) -> list[str]:
+        return ["part-0.parquet", "part-1.parquet"] if partition.name == old else ["part-0.parquet"]
+
+    def read(found: Any) -> dict[str, Any]:
+        end = next_offset(start, found, settings, key_function(spec, settings), files)
+        end.pop("lag_ms")  # behind the newest commit fetched: commits it cannot read no longer count
+        return end
+
+    assert read(narrowed) == read(everything)
+    batch = read(narrowed)["batch"]
+    assert [(entry["p"], entry["files"]) for entry in batch if entry["p"] == old] == [(old, ["part-1.parquet"])]
+    assert len(batch) == 7  # the six new hours and the re-commit's one new file
+
+
+def test_a_poll_in_create_time_order_fetches_every_partition(hms: MetastoreClient, hourly: TableDefinition) -> None:
+    spec, settings = _reading(hourly, **{"streaming-source.partition-order": "create-time"})
     recording = Recording(hms)
 
     poll(spec, recording, unread_names(initial_offset(settings), settings, name_key_function(spec, settings)))

@@ -86,6 +86,7 @@ from sqlext.connectors.filesystem.commit.schema_watch import SchemaWatch
 from sqlext.connectors.filesystem.commit.trigger import PartitionCommitTrigger
 from sqlext.connectors.filesystem.commit.uploads import BatchUploads
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
+from sqlext.connectors.filesystem.commit_log_archive import table_archive
 from sqlext.connectors.filesystem.settings import SinkSettings
 from sqlext.errors import CommitError
 from sqlext.faults import fault_point
@@ -120,6 +121,7 @@ class BatchCommitter:
         self.query_name = query_name
         self.fs = FileSystem(settings.path)
         self.log = CommitLog(self.fs, settings.path)
+        self._archive = table_archive(self.fs, settings.path, settings.archived_batches)
         self._row_counts: dict[str, int] = {}
         #: Held while the commit state (log, trigger, files in the table) changes: by a batch's plan, its
         #: moves and partition commit, and a tick.
@@ -291,7 +293,7 @@ class BatchCommitter:
             counted = self.progress.add(entry, len(committed))
             if counted and listeners.listening():
                 listeners.report_batch(_batch_event(self.insert, entry, written - started, time.monotonic() - written))
-            self.log.expire(self.query_name, self.settings.retained_batches)
+            self.log.expire(self.query_name, self.settings.retained_batches, archive=self._archive)
             if not counted:
                 log.info(
                     "%s: batch %d, finished earlier in this run, replayed by Spark: nothing written again; "

@@ -51,6 +51,7 @@ from typing import TypeVar
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
 from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, PlannedFile, State
+from sqlext.connectors.filesystem.commit_log_archive import table_archive
 from sqlext.connectors.filesystem.compaction.merge import (
     FilesNotMergeable,
     SourceFile,
@@ -108,6 +109,7 @@ class Compactor:
         self.target_size = target_size
         self.reader_grace = reader_grace
         self.retained_entries = int(options.get(fso.COMMIT_LOG_RETAINED_BATCHES))
+        self.archive = table_archive(self.fs, self.path, int(options.get(fso.COMMIT_LOG_ARCHIVE_RETAINED_BATCHES)))
 
     def compact(self, partitions: Iterable[tuple[str, Sequence[str]]], registered: bool = True) -> list[LogEntry]:
         """Compact partitions given as (``k=v/...`` path, values); return the compactions done.
@@ -154,7 +156,7 @@ class Compactor:
                 self._remove_work(entry)
             elif entry.state is State.COMPLETED:
                 in_grace.add(entry.batch)
-        self.log.expire(COMPACTION_WRITER, self.retained_entries, keep=in_grace.__contains__)
+        self.log.expire(COMPACTION_WRITER, self.retained_entries, keep=in_grace.__contains__, archive=self.archive)
 
     def _prepare(
         self, relative: str, values: Sequence[str], where: tuple[str, bool], registered: bool

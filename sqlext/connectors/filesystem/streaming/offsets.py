@@ -112,14 +112,18 @@ def unread_names(
     start: Mapping[str, Any], settings: StreamingSourceSettings, name_key: Callable[[str], Key | None] | None
 ) -> Callable[[list[str]], list[str]] | None:
     """Which of the listed partition names the next offset from ``start`` can read: those at or past its key
-    (the rest :func:`next_offset` skips as read or too late). None (fetch every partition) where the key is not
-    in the name, or where re-commits of partitions read before are watched."""
-    if name_key is None or settings.read_recommits:
+    and, with ``read-recommits``, those it read before (whose re-commits it reads); :func:`next_offset` skips
+    every other one as too late for the order. None (fetch every partition) where the key is not in the name.
+
+    So a poll fetches what its reader can still read, not the table: a reader started at an offset on a table
+    of 100,000 backfilled partitions fetches the few it has read and the new ones."""
+    if name_key is None:
         return None
     key = start["key"]
+    read = set(start.get("read", {})) if settings.read_recommits else set()
 
     def wanted(names: list[str]) -> list[str]:
-        return [name for name in names if _at_or_after(name_key(name), key)]
+        return [name for name in names if name in read or _at_or_after(name_key(name), key)]
 
     return wanted
 
