@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 JARS_DIR ?= $(HOME)/.cache/sqlext/jars
 export SQLEXT_JARS_DIR = $(JARS_DIR)
 
-.PHONY: runtime install system-deps flink-venv jars class-archive demo docs test lint typecheck unit clean
+.PHONY: runtime install system-deps flink-venv spark35-venv jars class-archive demo docs test lint typecheck unit clean
 
 # sqlext and what it needs at run time: all `make demo` installs.
 runtime: $(VENV)/.runtime
@@ -42,6 +42,17 @@ flink-venv: $(FLINK_VENV)/.installed
 
 $(FLINK_VENV)/.installed:
 	@bash .ci/flink-venv.sh "$(PYTHON)" "$(FLINK_VENV)" "$(FLINK_SPEC)"
+
+# pyspark 3.5, for bench/peers.py's Paimon and Hudi variants (Maven Central serves their Spark runtimes up to
+# Spark 3.5 only): a venv of its own, as sqlext needs pyspark 4; the bench runs its workers from the checkout.
+# Not part of `make test`.
+SPARK35_VENV ?= .venv-spark35
+SPARK35_SPEC ?= pyspark>=3.5,<3.6
+
+spark35-venv: $(SPARK35_VENV)/.installed
+
+$(SPARK35_VENV)/.installed: pyproject.toml
+	@bash .ci/spark35-venv.sh "$(PYTHON)" "$(SPARK35_VENV)" "$(SPARK35_SPEC)"
 
 # The Maven artifacts of the tests (a Kafka broker, Spark's Kafka source, S3A, an HDFS mini cluster, Hive 3.1
 # and 4 metastores), fetched side by side into $(JARS_DIR) before the tests start; later runs find them there.
@@ -79,4 +90,4 @@ test: install system-deps flink-venv lint typecheck jars class-archive
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) $(FLINK_VENV) .pytest_cache .mypy_cache .ruff_cache site
+	rm -rf $(VENV) $(FLINK_VENV) $(SPARK35_VENV) .pytest_cache .mypy_cache .ruff_cache site
