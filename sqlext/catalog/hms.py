@@ -87,11 +87,15 @@ class Catalog:
         location: str | None = None,
         comment: str | None = None,
         properties: Mapping[str, str] | None = None,
+        owner: str | None = None,
     ) -> bool:
-        """Create a database (``properties``: its HMS parameters, Flink's ``WITH``); False when it existed."""
+        """Create a database (``properties``: its HMS parameters, Flink's ``WITH``; ``owner``: a user who owns it);
+        False when it existed."""
         database = ttypes.Database(
             name=name, description=comment or "", locationUri=location, parameters=dict(properties or {})
         )
+        if owner is not None:
+            database.ownerName, database.ownerType = owner, ttypes.PrincipalType.USER
         try:
             self.client.call("create_database", database)
         except ttypes.AlreadyExistsException:

@@ -37,6 +37,7 @@ from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
 from sqlext.spark import class_sharing
 from sqlext.spark import kerberos as spark_kerberos
+from sqlext.spark.databases import create_as_spark
 from sqlext.spark.metastore import session_metastore
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
@@ -98,8 +99,13 @@ def spark_session(
     builder = builder.config("spark.pyspark.python", sys.executable)
     if metastore.warehouse:  # a spark.sql.warehouse.dir in ``conf`` is set below, over it
         builder = builder.config("spark.sql.warehouse.dir", metastore.warehouse)
+    # Spark's Hive client, whenever it starts, takes a json table's columns from the metastore (see
+    # _json_columns_from_the_metastore): given at its start, the client need not be started to be told.
+    serdes = "spark.hadoop." + SERDES_USING_METASTORE_FOR_SCHEMA
+    builder = builder.config(serdes, metastore_schema_serdes(conf.get(serdes)))
     for key, value in conf.items():
-        builder = builder.config(key, value)
+        if key != serdes:
+            builder = builder.config(key, value)
     spark = builder.enableHiveSupport().getOrCreate()
     extend(spark)
     return spark
@@ -194,6 +200,8 @@ class SqlextSession:
                     from sqlext.jobs.query import run_query
 
                     return run_query(self, query)
+                if not args and not kwargs and create_as_spark(self.spark, self.catalog, self.metastore_uri, text):
+                    return NO_ROWS  # Spark's CREATE DATABASE, without starting Spark's Hive client for it
                 return self._spark_sql(text, *args, **kwargs)
             self._check_metastore_unchanged()
             return self._execute(statement)
@@ -468,6 +476,8 @@ def _json_columns_from_the_metastore(spark: SparkSession) -> None:
     :data:`~sqlext.catalog.hive_storage.SERDES_USING_METASTORE_FOR_SCHEMA`): without, each lookup of a sqlext json
     table logs Hive's ``JsonSerDe not found`` ERROR with its stack trace, then reads the table all the same."""
     key = SERDES_USING_METASTORE_FOR_SCHEMA
+    if JSON_SERDE in str(spark.sparkContext.getConf().get("spark.hadoop." + key, "")).split(","):
+        return  # the Hive client reads it from the conf it starts with: no need to start the client now
     try:
         # The Hive client's own HiveConf, which its table lookups read (Hive's SessionState conf).
         hive_conf = spark._jsparkSession.sharedState().externalCatalog().unwrapped().client().conf()

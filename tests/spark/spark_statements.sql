@@ -12,6 +12,12 @@ CREATE DATABASE tp_a
 
 CREATE DATABASE IF NOT EXISTS tp_a
 
+CREATE DATABASE tp_a
+
+-- a plain CREATE DATABASE is created by sqlext's own metastore client (Spark's Hive client not started for it):
+-- the same location and owner as Spark's
+DESCRIBE DATABASE tp_a
+
 CREATE SCHEMA tp_b
 
 CREATE SCHEMA IF NOT EXISTS tp_b COMMENT 'second' LOCATION '${dir}/tp_b_again'
