@@ -26,15 +26,14 @@ if TYPE_CHECKING:
 
 
 def event_lines(
-    fmt: str, format_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str]
+    fmt: str, json_options: Mapping[str, str], rows: DataFrame, keys: Sequence[str]
 ) -> tuple[DataFrame, str, dict[str, str]]:
     """The frame (a ``value`` line an event, and the partition keys), Spark format and writer options that
-    write ``rows`` (the table's columns and, for a changelog, :data:`formats.ROW_KIND`) as ``fmt``'s events."""
+    write ``rows`` (the table's columns and, for a changelog, :data:`formats.ROW_KIND`) as ``fmt``'s events;
+    ``json_options``: Spark's json writer options of the format's options (``formats.json_write_options``)."""
     from pyspark.sql import functions as F
 
-    from sqlext.catalog.formats import json_write_options
-
-    options = json_write_options(format_options)
+    options = dict(json_options)
     data = [name for name in rows.columns if name not in keys and name != cf.ROW_KIND]
     kind = F.col(cf.ROW_KIND) if cf.ROW_KIND in rows.columns else F.lit(cf.INSERT)
     added = kind.isin(cf.INSERT, cf.UPDATE_AFTER)

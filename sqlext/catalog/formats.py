@@ -109,7 +109,7 @@ def prepare_write(
     if fmt in ("debezium-json", "canal-json", "maxwell-json"):
         from sqlext.catalog.changelog_encoding import event_lines
 
-        return event_lines(fmt, format_options, rows, keys)
+        return event_lines(fmt, json_write_options(format_options), rows, keys)
     if fmt == "parquet":
         return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":
