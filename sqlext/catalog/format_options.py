@@ -105,6 +105,10 @@ def check_format_options(fmt: str, options: Mapping[str, str], prefix: str = "")
         _check_avro(options, prefix)
     elif fmt == "raw":
         _check_raw(options, prefix)
+    elif fmt in ("debezium-json", "canal-json", "maxwell-json"):
+        from sqlext.catalog.changelog_formats import check_options
+
+        check_options(fmt, options, prefix)
 
 
 def _enabled(options: Mapping[str, str], key: str) -> bool:

@@ -106,6 +106,10 @@ def prepare_write(
         return _prepare_avro(format_options, rows, keys, columns)
     if fmt == "raw":
         return _prepare_raw(format_options, rows, keys, columns)
+    if fmt in ("debezium-json", "canal-json", "maxwell-json"):
+        from sqlext.catalog.changelog_encoding import event_lines
+
+        return event_lines(fmt, json_write_options(format_options), rows, keys)
     if fmt == "parquet":
         return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":

@@ -58,10 +58,11 @@ def render_reference(identifier: str | None = None) -> str:
         "Integer in Java's 32-bit range. Unlike Flink, a Duration longer than 36500 d (100 years) is refused: it\n"
         'could only mean "never", and a partition\'s time plus it would overflow the calendar.\n'
     )
+    from sqlext.catalog.changelog_reference import render_reference as render_changelog
     from sqlext.catalog.formats_reference import render_reference as render_formats
 
     sections = [render_connector(find_factory(name)) for name in sorted(BUILT_INS)]
-    return header + "\n" + "\n".join([*sections, render_formats()])
+    return header + "\n" + "\n".join([*sections, render_formats(), render_changelog()])
 
 
 def render_one(identifier: str) -> str:

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import expressions as exp
 
 from sqlext import config as cfg
+from sqlext.catalog.changelog_formats import ROW_KIND
+from sqlext.connectors.changelog.planning import carry_row_kind, check_insert
 from sqlext.errors import ValidationError
 from sqlext.frames import StatementResult
 from sqlext.io.fs import FileSystem, join, normalize
@@ -106,18 +108,20 @@ def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: M
             f"keys are: {', '.join(sink.partition_keys) or '(none)'}."
         )
     targets = [c for c in sink.physical_columns if c.name.lower() not in static]
-    if len(rows.columns) != len(targets):
+    kind = [F.col(ROW_KIND)] if ROW_KIND in rows.columns else []  # a changelog's row kinds, kept last
+    rows_columns = [name for name in rows.columns if name != ROW_KIND]
+    if len(rows_columns) != len(targets):
         raise ValidationError(
-            f"INSERT INTO {sink.identifier}: the query returns {len(rows.columns)} columns but the sink "
+            f"INSERT INTO {sink.identifier}: the query returns {len(rows_columns)} columns but the sink "
             f"expects {len(targets)} ({', '.join(c.name for c in targets)}); columns are matched by position."
         )
-    by_position = dict(zip((c.name.lower() for c in targets), rows.columns, strict=True))
+    by_position = dict(zip((c.name.lower() for c in targets), rows_columns, strict=True))
     selected = []
     for column in sink.physical_columns:
         key = column.name.lower()
         value = F.lit(static[key]) if key in static else F.col(f"`{by_position[key]}`")
         selected.append(value.cast(spark_type(column.type)).alias(column.name))
-    return rows.select(*selected)
+    return rows.select(*selected, *kind)
 
 
 def execute_insert(session: Any, statement: Any) -> StatementResult:
@@ -177,7 +181,10 @@ def _plan_and_run(
         )
         rows = next(iter(sources.values())).frame
     else:
-        rows = conform(spark.sql(_rewrite(statement.query, sources, current).sql(dialect="spark")))
+        query = _rewrite(statement.query, sources, current)
+        if writes_changelog(session, statement, sources, sink, mode):
+            query = carry_row_kind(query, getattr(statement, "sql", None))
+        rows = conform(spark.sql(query.sql(dialect="spark")))
     start_mode = StartMode.parse(session.options.get(START_OPTION))
     bounded = all(source.bounded for source in sources.values())
     plan = InsertPlan(
@@ -257,6 +264,15 @@ def insert_identity(
         query=query,
         sink_columns=tuple(c.name for c in sink.physical_columns if c.name.lower() not in static),
     )
+
+
+def writes_changelog(
+    session: Any, statement: Any, sources: Mapping[TableIdentifier, SourceFrame], sink: TableDefinition, mode: str
+) -> bool:
+    """Whether the insert writes a changelog; refused as Flink refuses it where its sink or mode cannot take
+    one (:mod:`sqlext.connectors.changelog.planning`)."""
+    tables = [source.table for source in sources.values()]
+    return check_insert(tables, sink, mode == BATCH, getattr(statement, "sql", None))
 
 
 def _table_path(table: TableDefinition) -> str | None:

@@ -63,7 +63,10 @@ def run_query(session: Any, query: exp.Expr) -> DataFrame:
 
 def has_metadata_columns(table: TableDefinition) -> bool:
     """Whether a table declares ``METADATA`` columns, which only its connector reads."""
-    return any(column.metadata_key is not None for column in table.columns)
+    from sqlext.connectors.changelog.planning import is_changelog_table
+
+    # A change-event table, too: its files hold events, which only its connector reads as rows.
+    return any(column.metadata_key is not None for column in table.columns) or is_changelog_table(table)
 
 
 def read_by_connector(table: TableDefinition) -> bool:

@@ -56,8 +56,11 @@ def with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame
     Spark's ``current_timestamp()``, the micro-batch's time)."""
     from pyspark.sql import functions as F
 
+    from sqlext.catalog.changelog_formats import ROW_KIND
+
     if not any(column.expression for column in table.columns):
         return frame
+    kind = [F.col(ROW_KIND)] if ROW_KIND in frame.columns else []  # a changelog's row kinds, last
     selected = []
     for column in table.columns:
         if column.expression:
@@ -65,7 +68,7 @@ def with_computed_columns(frame: DataFrame, table: TableDefinition) -> DataFrame
             selected.append(F.expr(spark_sql).alias(column.name))
         else:
             selected.append(F.col(f"`{column.name}`"))
-    return frame.select(*selected)
+    return frame.select(*selected, *kind)
 
 
 def _proctime_as_now(expression: exp.Expr) -> exp.Expr:

@@ -106,9 +106,14 @@ class Flink:
         reply = self.request("run", mode=mode, config=self.config(**config), statements=statements, wait=False)
         return str(reply["job"])
 
-    def query(self, statements: list[str], mode: str = "batch", **config: str) -> list[list[Any]]:
-        """Run DDL then a SELECT (the last statement) and return its rows as Python values."""
-        reply = self.request("query", mode=mode, config=self.config(**config), statements=statements)
+    def query(
+        self, statements: list[str], mode: str = "batch", row_kinds: bool = False, **config: str
+    ) -> list[list[Any]]:
+        """Run DDL then a SELECT (the last statement) and return its rows as Python values (``row_kinds``: each
+        row's kind first, ``+I``, ``-U``, ``+U`` or ``-D``)."""
+        reply = self.request(
+            "query", mode=mode, config=self.config(**config), statements=statements, row_kinds=row_kinds
+        )
         return [[decode(value) for value in row] for row in reply]
 
     def cancel(self, job: str) -> None:

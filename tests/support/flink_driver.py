@@ -10,6 +10,8 @@ Requests (``op``):
   INSERTs, all INSERTs in one job through a StatementSet), ``wait`` (true: until the job ends; false:
   start it and answer with its ``job`` id).
 - ``cancel``: ``job``: cancel a started job and wait until it is gone.
+- ``query``: ``mode``, ``config``, ``statements`` (DDL, then a SELECT), ``row_kinds`` (true: each row's kind
+  first, as ``+I``/``-U``/``+U``/``-D``): the SELECT's rows.
 - ``explain``: ``statements`` (DDL, then one INSERT): plan the INSERT without running it, which makes the
   connector factories validate every option.
 - ``extract``: ``pattern``, ``formatter``, ``keys``, ``values``: Flink's ``DefaultPartTimeExtractor``.
@@ -82,8 +84,11 @@ class Driver:
         *ddl, query = request["statements"]
         for statement in ddl:
             env.execute_sql(statement)
+        kinds = request.get("row_kinds", False)  # each row's kind first (+I, -U, +U, -D)
         with env.execute_sql(query).collect() as results:
-            return [[encode(value) for value in row] for row in results]
+            return [
+                [*([str(row.get_row_kind())] if kinds else []), *(encode(value) for value in row)] for row in results
+            ]
 
     def op_cancel(self, request: dict[str, Any]) -> Any:
         result = self.jobs.pop(request["job"])

@@ -28,7 +28,7 @@ def readers_see(relative: str) -> bool:
 
 
 #: Text formats whose files sqlext writes one row a line (csv escapes line breaks, json lines, raw).
-LINE_FORMATS = ("csv", "json", "raw")
+LINE_FORMATS = ("csv", "json", "raw", "debezium-json", "canal-json", "maxwell-json")
 #: Names of compressed text files, whose lines are not counted without decompressing them.
 _COMPRESSED = (".gz", ".bz2", ".deflate", ".snappy", ".lz4", ".zst", ".zstd", ".xz")
 _CHUNK = 1 << 20

@@ -34,7 +34,7 @@ from sqlext.options import (
     positive,
 )
 
-FORMATS = ("parquet", "orc", "csv", "json", "avro", "raw")
+FORMATS = ("parquet", "orc", "csv", "json", "avro", "raw", "debezium-json", "canal-json", "maxwell-json")
 TRIGGER_PROCESS_TIME = "process-time"
 TRIGGER_PARTITION_TIME = "partition-time"
 POLICY_METASTORE = "metastore"
@@ -68,7 +68,8 @@ FORMAT = ConfigOption(
     "format",
     enum_type(*FORMATS),
     None,
-    "The file format: parquet, orc, csv, json, avro (needs Spark's spark-avro jar, see docs/connectors.md) or raw.",
+    "The file format: parquet, orc, csv, json, avro (needs Spark's spark-avro jar, see docs/connectors.md), raw, or "
+    "the change-event formats debezium-json, canal-json, maxwell-json (docs/connectors.md).",
 )
 PARTITION_DEFAULT_NAME = ConfigOption(
     "partition.default-name",

@@ -150,16 +150,25 @@ def _read(context: SourceContext, files: Sequence[str] = (), rows: RowRanges = (
         frame = _read_avro(context.spark, reader, table, options, reader_opts, paths)
     elif fmt == "raw":
         frame = _read_raw(reader, table, options, reader_opts, paths)
+    elif fmt in ("debezium-json", "canal-json", "maxwell-json"):
+        from sqlext.connectors.changelog.files import read_events
+
+        frame = read_events(reader, table, options.with_prefix(f"{fmt}."), reader_opts, paths)
     else:
         schema = _read_schema(table)
         frame = reader.format(fmt).schema(schema).options(**reader_opts).load(paths)
+    from pyspark.sql import functions as F
+
+    from sqlext.catalog.changelog_formats import ROW_KIND
+
     if rows:
         frame = frame.where(_in_ranges(rows))
     pattern = options.get(fso.SOURCE_PATH_REGEX)
     if pattern:
         frame = frame.where(_file_path_of_uri().rlike(f"^(?:{pattern})$"))
     default_name = options.get(fso.PARTITION_DEFAULT_NAME)
-    return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)))
+    kind = [F.col(ROW_KIND)] if ROW_KIND in frame.columns else []  # a changelog's row kinds
+    return frame.select(*(_output_column(column, table, default_name) for column in _source_columns(table)), *kind)
 
 
 def _read_window(context: SourceContext, window: Window) -> DataFrame:

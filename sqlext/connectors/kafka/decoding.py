@@ -10,6 +10,8 @@ and value formats (json, csv, raw) and the metadata columns, as Flink's Kafka co
   timestamps in Flink's default ``SQL`` form unless ``json.timestamp-format.standard`` says ``ISO-8601``.
 - csv: the form sqlext's filesystem source reads (:class:`sqlext.catalog.csv_text.CsvTextForm`); one record one line.
 - raw: the single column the format holds, STRING (``raw.charset``, default UTF-8) or BYTES.
+- debezium-json, canal-json, maxwell-json (values only): change events, a row a change with its row kind
+  (:mod:`sqlext.connectors.changelog.decoding`); their ``value.*`` metadata columns (``value.source.table``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sqlext.catalog.changelog_formats import ROW_KIND, is_changelog_format
 from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.connectors.kafka import options as ko
 from sqlext.options import Options
@@ -84,6 +87,8 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
     from pyspark.sql import functions as F
 
     projection = Projection.of(table)
+    if is_changelog_format(projection.value_format):
+        raw = _changelog_values(raw, table, projection)
     decoded: dict[str, SparkColumn] = {}
     keep: list[SparkColumn] = []
     if projection.key_format and projection.key_columns:
@@ -92,21 +97,41 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
         decoded.update(fields)
         keep += ok
     names = [(c.name, c) for c in projection.value_columns]
-    fields, ok = _decode(projection.value_format, F.col("value"), names, projection.value_options)
-    decoded.update(fields)
-    keep += ok
+    if is_changelog_format(projection.value_format):
+        decoded.update({c.name: F.col(f"`{c.name}`") for c in projection.value_columns})
+    else:
+        fields, ok = _decode(projection.value_format, F.col("value"), names, projection.value_options)
+        decoded.update(fields)
+        keep += ok
     frame = raw
     for condition in keep:
         frame = frame.where(condition)
     columns = [c for c in table.columns if c.is_physical or c.metadata_key]
-    return frame.select(*(_output(c, decoded) for c in columns))
+    kind = [F.col(ROW_KIND)] if ROW_KIND in frame.columns else []  # a changelog's row kinds
+    return frame.select(*(_output(c, decoded) for c in columns), *kind)
+
+
+def _changelog_values(raw: DataFrame, table: TableDefinition, projection: Projection) -> DataFrame:
+    """The raw records with their values decoded as change events: a row a change, the value columns by name,
+    the format's ``value.*`` metadata and the row kind; an error names the topic-partition-offset."""
+    from pyspark.sql import functions as F
+
+    from sqlext.connectors.changelog.decoding import ChangelogDecoding
+
+    decoding = ChangelogDecoding(table, projection.value_format, projection.value_options, projection.value_columns)
+    location = F.format_string("topic-partition-offset %s-%s-%s", F.col("topic"), F.col("partition"), F.col("offset"))
+    keys = [key[len("value.") :] for c in table.columns if (key := c.metadata_key or "").startswith("value.")]
+    return decoding.decode(raw, F.decode(F.col("value"), "UTF-8"), location, [F.col(c) for c in raw.columns], keys)
 
 
 def _output(column: Column, decoded: Mapping[str, SparkColumn]) -> SparkColumn:
     from pyspark.sql import functions as F
 
+    from sqlext.connectors.changelog.decoding import meta_column
     from sqlext.sql.types import spark_type
 
+    if (key := column.metadata_key or "").startswith("value."):  # a change-event format's metadata
+        return F.col(meta_column(key[len("value.") :])).cast(spark_type(column.type)).alias(column.name)
     value = metadata_value(column.metadata_key) if column.metadata_key else decoded.get(column.name, F.lit(None))
     return value.cast(spark_type(column.type)).alias(column.name)
 

@@ -26,7 +26,7 @@ from sqlext.connectors.kafka.decoding import METADATA, Projection, decode
 from sqlext.errors import OptionError, ValidationError
 from sqlext.options import ConfigOption, Options
 from sqlext.registry import ConnectorFactory, SourceContext
-from sqlext.table import TableDefinition
+from sqlext.table import Column, TableDefinition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -69,9 +69,10 @@ class KafkaTableFactory(ConnectorFactory):
         _check_format_options(table.options, projection)
         _check_format(projection.value_format, projection.value_options, projection.value_columns, "value")
         if projection.key_format:
+            _check_key_inserts_only(projection.key_format)
             _check_format(projection.key_format, projection.key_options, projection.key_columns, "key")
         for column in table.columns:
-            if column.metadata_key and column.metadata_key not in METADATA:
+            if column.metadata_key and column.metadata_key not in METADATA and not _format_metadata(column, projection):
                 raise OptionError(
                     f"Column '{column.name}' reads unknown metadata '{column.metadata_key}'. The kafka connector "
                     f"offers: {', '.join(METADATA)}.",
@@ -258,6 +259,26 @@ def _check_keys(table: TableDefinition, options: Options) -> None:
             "'EXCEPT_KEY' instead to avoid field overlaps.",
             option=ko.KEY_FIELDS_PREFIX.key,
         )
+
+
+def _check_key_inserts_only(fmt: str) -> None:
+    from sqlext.catalog.changelog_formats import is_changelog_format
+
+    if is_changelog_format(fmt):
+        raise OptionError(
+            f"A key format should only deal with INSERT-only records ('key.format' = '{fmt}' reads changes, "
+            "as Flink refuses it): use it as 'value.format'.",
+            option="key.format",
+            value=fmt,
+        )
+
+
+def _format_metadata(column: Column, projection: Projection) -> bool:
+    """Whether ``column`` reads a metadata key of the value's change-event format (``value.source.table``)."""
+    from sqlext.catalog.changelog_formats import METADATA as FORMAT_METADATA
+
+    key = column.metadata_key or ""
+    return key.startswith("value.") and key[len("value.") :] in FORMAT_METADATA.get(projection.value_format, {})
 
 
 def _check_format_options(raw: Mapping[str, str], projection: Projection) -> None:

@@ -16,7 +16,7 @@ from sqlext.options import (
     non_negative,
 )
 
-FORMATS = ("json", "csv", "raw")
+FORMATS = ("json", "csv", "raw", "debezium-json", "canal-json", "maxwell-json")
 EARLIEST, LATEST, GROUP_OFFSETS, TIMESTAMP, SPECIFIC_OFFSETS = (
     "earliest-offset",
     "latest-offset",
