@@ -10,7 +10,8 @@ served by Maven Central). Checked against confluent-kafka's own ``SchemaRegistry
 - ``POST /compatibility/subjects/{s}/versions/{n|latest}`` (``is_compatible``), ``GET``/``PUT /config[/{s}]``
   (BACKWARD by default; BACKWARD, FORWARD, FULL, NONE and their ``_TRANSITIVE`` forms checked with Avro's own
   reader/writer compatibility checker);
-- basic auth (``users``) or bearer tokens (``tokens``): anything else is HTTP 401, error code 401.
+- basic auth (``users``) or bearer tokens (``tokens``): anything else is HTTP 401, error code 401;
+- HTTPS with a self-signed certificate (``tls``).
 
 Every request is recorded (:attr:`SchemaRegistry.requests`), so a test can see what a reader fetched.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,6 +29,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
+
+from tests.support.tls import SelfSigned
 
 _MEDIA = "application/vnd.schemaregistry.v1+json"
 
@@ -47,13 +51,16 @@ class SchemaRegistry:
     subjects: dict[str, list[int]] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=lambda: {"": "BACKWARD"})
     requests: list[tuple[str, str]] = field(default_factory=list)
+    #: Serve HTTPS with this certificate (``tests.support.tls.self_signed``) instead of HTTP.
+    tls: SelfSigned | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
         assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> SchemaRegistry:
         registry = self
@@ -87,6 +94,10 @@ class SchemaRegistry:
                 self._serve("PUT")
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(str(self.tls.cert), str(self.tls.key))
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True, name="schema-registry").start()
         return self
 

@@ -229,14 +229,23 @@ def decoded(spark: Any, registry: RegistrySettings, data: SparkColumn) -> SparkC
     from pyspark.sql import functions as F
     from pyspark.sql.avro.functions import from_avro
 
-    from sqlext.connectors.filesystem.spark_avro import require
+    from sqlext.connectors.filesystem.spark_avro import ARTIFACT, require
 
     if getattr(spark, "_jvm", None) is None:
         raise ValidationError(
             f"Table {registry.table} has format '{registry.format}', which sqlext decodes on the driver's JVM; a "
             "Spark Connect session has none here."
         )
-    require(spark, registry.table, f"decode '{registry.format}' records (Spark's from_avro)")
+    try:
+        require(spark, registry.table, "read")
+    except ValidationError:
+        raise ValidationError(
+            f"Table {registry.table} has format '{registry.format}', which sqlext decodes with Spark's from_avro, "
+            f"and Spark's Avro data source is not on this session's class path: it is the jar {ARTIFACT} (not part "
+            f"of pyspark). Start the session with --conf spark.jars.packages={ARTIFACT}, or with --conf "
+            "spark.jars=<the jars of sqlext.connectors.filesystem.spark_avro.jar_paths()>, or run ADD JAR.",
+            value=registry.format,
+        ) from None
     name = _udf(spark, registry)
     framed = F.call_function(name, data, F.col("topic"), F.col("partition"), F.col("offset"))
     return from_avro(framed, registry.reader_schema, {"mode": "FAILFAST"})

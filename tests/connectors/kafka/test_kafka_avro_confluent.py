@@ -11,6 +11,7 @@ import json
 import struct
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,7 @@ from sqlext.table import TableDefinition
 from tests.support.interop import add_spark_avro
 from tests.support.kafka import KafkaBroker, Record, add_spark_kafka
 from tests.support.schema_registry import SchemaRegistry
+from tests.support.tls import TRUSTSTORE_PASSWORD, self_signed
 from tests.support.waiting import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.jars, pytest.mark.slow]
@@ -165,7 +167,9 @@ def test_bad_input_fails_naming_table_record_and_cause(
     topic = _topic(kafka_broker)
     url = schema_registry.url
     extra: dict[str, str] = {}
-    good = _serializer(schema_registry, V1)({"id": 1, "item": "a", "price": Decimal(1), "ts": T0}, None)
+    good = _serializer(schema_registry, V1)(
+        {"id": 1, "item": "a", "price": Decimal(1), "ts": T0}, SerializationContext(topic, MessageField.VALUE)
+    )
     if case == "unknown-id":
         records = [Record(good), Record(_framed(999))]
     elif case == "not-framed":
@@ -184,6 +188,32 @@ def test_bad_input_fails_naming_table_record_and_cause(
     offset = 0 if case in ("unreachable", "bad-credentials") else 1
     assert f"table src_db.{topic}, topic-partition-offset {topic}-0-{offset}" in str(failed.value)
     assert expected in str(failed.value)
+
+
+def test_registry_over_tls_with_basic_auth(kafka_broker: KafkaBroker, avro_spark: Any, tmp_path: Path) -> None:
+    add_spark_kafka(avro_spark)
+    certificate = self_signed(tmp_path)
+    registry = SchemaRegistry(users={"alice": "secret"}, tls=certificate).start()
+    try:
+        topic = _topic(kafka_broker)
+        client = SchemaRegistryClient(
+            {"url": registry.url, "basic.auth.user.info": "alice:secret", "ssl.ca.location": str(certificate.cert)}
+        )
+        value = AvroSerializer(client, json.dumps(V1))(
+            {"id": 5, "item": "tls", "price": Decimal("0.10"), "ts": T0},
+            SerializationContext(topic, MessageField.VALUE),
+        )
+        kafka_broker.produce(topic, [Record(value)])
+        options = {
+            "avro-confluent.basic-auth.credentials-source": "USER_INFO",
+            "avro-confluent.basic-auth.user-info": "alice:secret",
+            "avro-confluent.ssl.truststore.location": str(certificate.truststore()),
+            "avro-confluent.ssl.truststore.password": TRUSTSTORE_PASSWORD,
+        }
+        rows = _read(avro_spark, _table(kafka_broker, topic, registry.url, **options))
+        assert [(r.id, r.item, r.price, r.qty) for r in rows] == [(5, "tls", Decimal("0.10"), None)]
+    finally:
+        registry.stop()
 
 
 ENVELOPE_VALUE = {
