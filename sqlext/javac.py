@@ -33,6 +33,7 @@ JARS_DIR = PACKAGE_DIR / "_jars"
 #: Each jar and its sources (relative to the package dir).
 JARS: Mapping[str, tuple[str, ...]] = {
     "sqlext-csv.jar": ("connectors/filesystem/CsvRecordJoiner.java", "connectors/filesystem/CsvFields.java"),
+    "sqlext-kafka.jar": ("connectors/kafka/ConfluentAvroFrames.java",),
     "sqlext-s3a-committer.jar": ("io/SqlextMagicCommitter.java", "io/SqlextMagicCommitterFactory.java"),
     "sqlext-hdfs-doas.jar": ("io/ImpersonatingFileSystem.java",),
     "sqlext-metastore.jar": (

@@ -3,6 +3,7 @@ pytest_plugins = [
     "tests.support.cluster",
     "tests.support.flink",
     "tests.support.kafka",
+    "tests.support.schema_registry",
     "tests.support.trino",
     "tests.support.stores",
     "tests.support.ordering",

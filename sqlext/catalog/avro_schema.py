@@ -49,12 +49,13 @@ class AvroTypeError(ValueError):
     """Flink cannot derive an Avro schema for a type; the message is Flink's."""
 
 
-def avro_schema(columns: Sequence[tuple[str, str, bool]], legacy_timestamps: bool = True) -> dict[str, Any]:
+def avro_schema(
+    columns: Sequence[tuple[str, str, bool]], legacy_timestamps: bool = True, name: str = RECORD_NAME
+) -> dict[str, Any]:
     """The record schema of ``columns`` ((name, Flink type, nullable), the table's data columns in order), as
-    JSON data; :class:`AvroTypeError` for a type Flink cannot map."""
-    return _record(
-        RECORD_NAME, [(name, flink_type(text), nullable) for name, text, nullable in columns], legacy_timestamps
-    )
+    JSON data; :class:`AvroTypeError` for a type Flink cannot map. ``name``: the record's full name (nested
+    records append ``_<field>``)."""
+    return _record(name, [(field, flink_type(text), nullable) for field, text, nullable in columns], legacy_timestamps)
 
 
 def schema_literal(columns: Sequence[tuple[str, str, bool]], legacy_timestamps: bool = True) -> str:

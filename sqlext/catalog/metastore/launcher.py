@@ -58,11 +58,7 @@ MAIN_CLASS = bound.MAIN_CLASS
 #: The main class of metastores started by earlier sqlext versions (on every interface): still stopped.
 HIVE_MAIN_CLASS = versions.HIVE_MAIN_CLASS
 DEFAULT_PORT = 9083
-#: Hive's ``StringInternUtils`` (hive-common) reflects on ``java.net.URI``'s private field when it first loads,
-#: which Java 17 refuses unless the package is opened: the class then fails to initialize, and every call that
-#: reaches it (``get_fields``/``get_schema`` of an AvroSerDe table, which runs the SerDe) dies with an ``Error``
-#: that the Thrift server does not catch, so it drops the connection (Trino reading an avro table). Spark's own
-#: JVM opens the same package (``JavaModuleOptions``).
+#: For Hive's StringInternUtils (Java 17 refused it; an AvroSerDe table's get_fields dropped the connection).
 JVM_OPENS = ("--add-opens=java.base/java.net=ALL-UNNAMED",)
 DEFAULT_POSTGRES_JAR = Path("/usr/share/java/postgresql.jar")
 #: The file in a Derby database's dir saying that its transaction tables were created (for which Hive version).
@@ -486,7 +482,6 @@ def _answers(settings: MetastoreSettings, timeout_s: float) -> bool:
     try:
         secured = settings.server_kerberos()
         auth = secured.own_auth() if secured is not None else kerberos.MetastoreAuth()
-        # Its own certificate is not checked here: the question is only whether it answers.
         own_tls = tls.MetastoreTls(enabled=True, verify=False) if settings.tls is not None else tls.MetastoreTls()
         with MetastoreClient(settings.uri, retry, auth, own_tls) as client:
             client.get_all_databases()

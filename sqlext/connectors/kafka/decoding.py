@@ -12,16 +12,19 @@ and value formats (json, csv, raw) and the metadata columns, as Flink's Kafka co
 - raw: the single column the format holds, STRING (``raw.charset``, default UTF-8) or BYTES.
 - debezium-json, canal-json, maxwell-json (values only): change events, a row a change with its row kind
   (:mod:`sqlext.connectors.changelog.decoding`); their ``value.*`` metadata columns (``value.source.table``).
+- avro-confluent, debezium-avro-confluent: :mod:`sqlext.connectors.kafka.confluent`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from sqlext.catalog.changelog_formats import ROW_KIND, is_changelog_format
 from sqlext.catalog.csv_text import CsvTextForm
+from sqlext.connectors.kafka import confluent
+from sqlext.connectors.kafka import confluent_options as cfo
 from sqlext.connectors.kafka import options as ko
 from sqlext.options import Options
 from sqlext.table import Column, TableDefinition
@@ -41,6 +44,7 @@ METADATA = {
     "timestamp-type": "STRING NOT NULL",
 }
 _CORRUPT = "__sqlext_corrupt"
+_CHANGE = "__sqlext_change"
 _JSON_SQL_TIMESTAMP = "yyyy-MM-dd HH:mm:ss[.SSSSSSSSS]"
 
 
@@ -83,7 +87,8 @@ class Projection:
 
 
 def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
-    """The table's physical and metadata columns (in declaration order) from raw records."""
+    """The table's physical and metadata columns (in declaration order) from raw records; a changelog format's
+    rows also carry their row kind (:data:`sqlext.connectors.kafka.confluent.ROW_KIND`, last)."""
     from pyspark.sql import functions as F
 
     projection = Projection.of(table)
@@ -91,24 +96,29 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
         raw = _changelog_values(raw, table, projection)
     decoded: dict[str, SparkColumn] = {}
     keep: list[SparkColumn] = []
+    spark = raw.sparkSession
     if projection.key_format and projection.key_columns:
         names = [(c.name[len(projection.key_prefix) :], c) for c in projection.key_columns]
-        fields, ok = _decode(projection.key_format, F.col("key"), names, projection.key_options)
+        fields, ok = _decode(projection.key_format, F.col("key"), names, projection.key_options, spark, table)
         decoded.update(fields)
         keep += ok
     names = [(c.name, c) for c in projection.value_columns]
-    if is_changelog_format(projection.value_format):
-        decoded.update({c.name: F.col(f"`{c.name}`") for c in projection.value_columns})
-    else:
-        fields, ok = _decode(projection.value_format, F.col("value"), names, projection.value_options)
-        decoded.update(fields)
-        keep += ok
     frame = raw
+    extra: list[SparkColumn] = []
+    if is_changelog_format(projection.value_format):
+        fields = {c.name: F.col(f"`{c.name}`") for c in projection.value_columns}
+    elif projection.value_format == cfo.DEBEZIUM_AVRO_CONFLUENT:
+        frame, fields = _changes(frame, names, projection.value_options, table)
+        extra.append(F.col(_CHANGE).getField(confluent.ROW_KIND).alias(confluent.ROW_KIND))
+    else:
+        fields, ok = _decode(projection.value_format, F.col("value"), names, projection.value_options, spark, table)
+        keep += ok
+    decoded.update(fields)
     for condition in keep:
         frame = frame.where(condition)
     columns = [c for c in table.columns if c.is_physical or c.metadata_key]
     kind = [F.col(ROW_KIND)] if ROW_KIND in frame.columns else []  # a changelog's row kinds
-    return frame.select(*(_output(c, decoded) for c in columns), *kind)
+    return frame.select(*(_output(c, decoded) for c in columns), *kind, *extra)
 
 
 def _changelog_values(raw: DataFrame, table: TableDefinition, projection: Projection) -> DataFrame:
@@ -122,6 +132,22 @@ def _changelog_values(raw: DataFrame, table: TableDefinition, projection: Projec
     location = F.format_string("topic-partition-offset %s-%s-%s", F.col("topic"), F.col("partition"), F.col("offset"))
     keys = [key[len("value.") :] for c in table.columns if (key := c.metadata_key or "").startswith("value.")]
     return decoding.decode(raw, F.decode(F.col("value"), "UTF-8"), location, [F.col(c) for c in raw.columns], keys)
+
+
+def _changes(
+    raw: DataFrame, names: Sequence[tuple[str, Column]], options: Mapping[str, str], table: TableDefinition
+) -> tuple[DataFrame, dict[str, SparkColumn]]:
+    """debezium-avro-confluent: a row per change (a tombstone none), and its columns."""
+    from pyspark.sql import functions as F
+
+    spark = raw.sparkSession
+    fmt = cfo.DEBEZIUM_AVRO_CONFLUENT
+    registry = confluent.settings(str(table.identifier), fmt, options, [c for _, c in names])
+    record = confluent.decoded(spark, registry, F.col("value"))
+    zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+    rows = confluent.change_rows(record, names, zone, str(table.identifier))
+    frame = raw.where(F.col("value").isNotNull()).withColumn(_CHANGE, F.explode(rows))
+    return frame, {c.name: F.col(_CHANGE).getField(c.name) for _, c in names}
 
 
 def _output(column: Column, decoded: Mapping[str, SparkColumn]) -> SparkColumn:
@@ -151,12 +177,24 @@ def metadata_value(key: str) -> SparkColumn:
 
 
 def _decode(
-    fmt: str, data: SparkColumn, names: Sequence[tuple[str, Column]], options: Mapping[str, str]
+    fmt: str,
+    data: SparkColumn,
+    names: Sequence[tuple[str, Column]],
+    options: Mapping[str, str],
+    spark: Any,
+    table: TableDefinition,
 ) -> tuple[dict[str, SparkColumn], list[SparkColumn]]:
     """(output column name -> value, conditions a record must meet to be kept) for one format."""
     from pyspark.sql import functions as F
 
     from sqlext.sql.types import spark_type
+
+    if fmt == cfo.AVRO_CONFLUENT:
+        renamed = [replace(c, name=f) for f, c in names]
+        registry = confluent.settings(str(table.identifier), fmt, options, renamed)
+        record = confluent.decoded(spark, registry, data)
+        zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
+        return confluent.columns_of(record, names, zone), [data.isNotNull()]
 
     typed = [(field, column.name, spark_type(column.type)) for field, column in names]
     if fmt == "raw":

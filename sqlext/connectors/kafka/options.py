@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from sqlext.connectors.kafka import confluent_options as co
 from sqlext.options import (
     DURATION,
     STRING,
@@ -16,7 +17,16 @@ from sqlext.options import (
     non_negative,
 )
 
-FORMATS = ("json", "csv", "raw", "debezium-json", "canal-json", "maxwell-json")
+FORMATS = (
+    "json",
+    "csv",
+    "raw",
+    "avro-confluent",
+    "debezium-avro-confluent",
+    "debezium-json",
+    "canal-json",
+    "maxwell-json",
+)
 EARLIEST, LATEST, GROUP_OFFSETS, TIMESTAMP, SPECIFIC_OFFSETS = (
     "earliest-offset",
     "latest-offset",
@@ -100,13 +110,22 @@ PROPERTIES = ConfigOption(
     prefix=True,
 )
 FORMAT = ConfigOption(
-    "format", enum_type(*FORMATS), None, "The format of the record value: json, csv or raw. Same as value.format."
+    "format",
+    enum_type(*FORMATS),
+    None,
+    "The format of the record value: json, csv, raw, avro-confluent or debezium-avro-confluent. Same as value.format.",
 )
 VALUE_FORMAT = ConfigOption(
-    "value.format", enum_type(*FORMATS), None, "The format of the record value: json, csv or raw."
+    "value.format",
+    enum_type(*FORMATS),
+    None,
+    "The format of the record value: json, csv, raw, avro-confluent or debezium-avro-confluent.",
 )
 KEY_FORMAT = ConfigOption(
-    "key.format", enum_type(*FORMATS), None, "The format of the record key: json, csv or raw (needs key.fields)."
+    "key.format",
+    enum_type(*FORMATS),
+    None,
+    "The format of the record key: json, csv, raw or avro-confluent (needs key.fields).",
 )
 KEY_FIELDS = ConfigOption(
     "key.fields",
@@ -182,6 +201,25 @@ FORMAT_OPTION_PREFIXES = tuple(
     for fmt in FORMATS
 )
 
+
+def _family(option: ConfigOption[Any]) -> str:
+    return f"{option.key}*" if option.prefix else option.key
+
+
+#: The avro-confluent format's options, listed once under their value-format keys (the same keys work under
+#: ``key.avro-confluent.``, ``value.avro-confluent.`` and ``debezium-avro-confluent.``).
+CONFLUENT_OPTIONS = tuple(
+    ConfigOption(
+        f"{co.AVRO_CONFLUENT}.{o.key}",
+        o.type,
+        o.default,
+        f"{o.description} Also as key.{co.AVRO_CONFLUENT}.{_family(o)}, value.{co.AVRO_CONFLUENT}.{_family(o)}, "
+        f"{co.DEBEZIUM_AVRO_CONFLUENT}.{_family(o)}.",
+        prefix=o.prefix,
+    )
+    for o in co.OPTIONS
+)
+
 REQUIRED_OPTIONS: tuple[ConfigOption[Any], ...] = (BOOTSTRAP_SERVERS,)
 OPTIONAL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     TOPIC,
@@ -202,4 +240,5 @@ OPTIONAL_OPTIONS: tuple[ConfigOption[Any], ...] = (
     BOUNDED_TIMESTAMP_MILLIS,
     DISCOVERY_INTERVAL,
     *FORMAT_OPTION_PREFIXES,
+    *CONFLUENT_OPTIONS,
 )

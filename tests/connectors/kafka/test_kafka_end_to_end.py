@@ -1,16 +1,19 @@
 """Kafka -> hourly table with partition-time commit, end to end through ``sqlext run`` on Spark's Kafka source
-(its jars given with ``spark.jars``): JSON or CSV events over six hours in a 3-partition topic of an Apache Kafka
+(its jars given with ``spark.jars``): JSON, CSV or avro-confluent (confluent-kafka's AvroSerializer, the tests'
+schema registry) events over six hours in a 3-partition topic of an Apache Kafka
 broker, the driver SIGKILLed mid-stream and restarted, more events produced, and at the end every event
 exactly once in the table and every hour the watermark passed committed in the HMS."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +22,9 @@ import pytest
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem import spark_avro
 from tests.support.kafka import KafkaBroker, Record, event_records, spark_kafka_conf
+from tests.support.schema_registry import SchemaRegistry
 from tests.support.tables import assert_partitions_committed
 from tests.support.waiting import wait_for
 
@@ -37,8 +42,9 @@ def _database(value_format: str) -> str:
     return f"kafka_e2e_{value_format}"
 
 
-def _job(broker: KafkaBroker, table_dir: Path, value_format: str) -> str:
-    db = _database(value_format)
+def _job(broker: KafkaBroker, table_dir: Path, value_format: str, registry_url: str = "") -> str:
+    db = _database(value_format.replace("-", "_"))
+    registry = f", 'avro-confluent.url' = '{registry_url}'" if value_format == "avro-confluent" else ""
     return f"""
 CREATE DATABASE IF NOT EXISTS {db};
 CREATE TABLE IF NOT EXISTS {db}.events_src (
@@ -48,7 +54,7 @@ CREATE TABLE IF NOT EXISTS {db}.events_src (
   WATERMARK FOR ts AS ts - INTERVAL '1' SECOND
 ) WITH (
   'connector' = 'kafka', 'topic' = '{_topic(value_format)}', 'properties.bootstrap.servers' = '{broker.bootstrap}',
-  'properties.group.id' = '{db}', 'scan.startup.mode' = 'earliest-offset', 'format' = '{value_format}'
+  'properties.group.id' = '{db}', 'scan.startup.mode' = 'earliest-offset', 'format' = '{value_format}'{registry}
 );
 CREATE TABLE IF NOT EXISTS {db}.events (
   id BIGINT, user_id STRING, amount DOUBLE, ts TIMESTAMP(3), src_partition INT, src_offset BIGINT, dt STRING, hr STRING
@@ -67,7 +73,35 @@ FROM {db}.events_src;
 
 
 def _topic(value_format: str) -> str:
-    return f"events_e2e_{value_format}"
+    return f"events_e2e_{value_format.replace('-', '_')}"
+
+
+#: The events' Avro schema (what a producer of the json events' fields would register).
+_EVENT_SCHEMA = {
+    "type": "record",
+    "name": "Event",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "user_id", "type": "string"},
+        {"name": "amount", "type": "double"},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    ],
+}
+
+
+def _avro_confluent(records: Iterator[Record], registry: SchemaRegistry, topic: str) -> Iterator[Record]:
+    """The json events as a user's producer sends them in avro-confluent (confluent-kafka's AvroSerializer)."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(_EVENT_SCHEMA))
+    context = SerializationContext(topic, MessageField.VALUE)
+    for record in records:
+        assert record.value is not None
+        body = json.loads(record.value)
+        body["ts"] = datetime.strptime(body["ts"], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+        yield replace(record, value=serializer(body, context))
 
 
 def _ids(table_dir: Path) -> list[int]:
@@ -94,17 +128,28 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.timeout(1800)  # two Spark driver starts; on a loaded 2-core machine each takes minutes
-@pytest.mark.parametrize("value_format", ["json", "csv"])
+@pytest.mark.parametrize("value_format", ["json", "csv", "avro-confluent"])
 def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
-    kafka_broker: KafkaBroker, metastore: MetastoreSettings, hms: MetastoreClient, tmp_path: Path, value_format: str
+    kafka_broker: KafkaBroker,
+    metastore: MetastoreSettings,
+    hms: MetastoreClient,
+    tmp_path: Path,
+    value_format: str,
+    schema_registry: SchemaRegistry,
 ) -> None:
     topic, table_dir, log = _topic(value_format), tmp_path / "events", tmp_path / "run.log"
     kafka_broker.create_topic(topic, 3)
     job = tmp_path / "kafka_e2e.sql"
-    job.write_text(_job(kafka_broker, table_dir, value_format))
+    job.write_text(_job(kafka_broker, table_dir, value_format, schema_registry.url))
 
     def events(first_id: int, count: int, start: datetime) -> Iterator[Record]:
+        if value_format == "avro-confluent":
+            return _avro_confluent(event_records(first_id, count, start, STEP_S), schema_registry, topic)
         return event_records(first_id, count, start, STEP_S, value_format=value_format)
+
+    conf = spark_kafka_conf()
+    if value_format == "avro-confluent":
+        conf["spark.jars"] += "," + ",".join(str(jar) for jar in spark_avro.jar_paths())
 
     command = [
         sys.executable,
@@ -114,7 +159,7 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
         str(job),
         "--conf",
         f"spark.sqlext.metastore.uris={metastore.uri}",
-        *[arg for key, value in spark_kafka_conf().items() for arg in ("--conf", f"{key}={value}")],
+        *[arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")],
     ]
     env = {**os.environ, "SQLEXT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     hour = PER_HOUR
@@ -154,7 +199,7 @@ def test_kafka_to_hourly_table_exactly_once_across_a_driver_kill(
 
     assert _ids(table_dir) == list(range(EVENTS + 2)), "events lost or duplicated"
     names = [f"dt=2026-11-22/hr={h:02d}" for h in range(6)]
-    assert_partitions_committed(hms, _database(value_format), "events", table_dir, names, PER_HOUR)
+    assert_partitions_committed(hms, _database(value_format.replace("-", "_")), "events", table_dir, names, PER_HOUR)
     rows = ds.dataset(table_dir, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
     sources = sorted(zip(rows["src_partition"].to_pylist(), rows["src_offset"].to_pylist(), strict=True))
     assert sources == sorted((n % 3, n // 3) for n in range(EVENTS + 2))
