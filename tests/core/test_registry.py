@@ -196,7 +196,7 @@ def test_connectors_command_lists_and_describes(capsys: pytest.CaptureFixture[st
     assert main(["connectors"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in lines] == BUILT_INS
-    assert lines[2].startswith("filesystem   Files (parquet, orc, csv, json, avro, raw)")
+    assert lines[2].startswith("filesystem   Files (parquet, orc, csv, json, avro, raw; change events")
     assert main(["connectors", "datagen"]) == 0
     described = capsys.readouterr().out
     assert "| `rows-per-second` | no | Integer | `10000` |" in described

@@ -42,7 +42,10 @@ class FileSystemTableFactory(ConnectorFactory):
     """Files (parquet, orc, csv, json, avro, raw) under a path; source and sink."""
 
     identifier = "filesystem"
-    description = "Files (parquet, orc, csv, json, avro, raw) under a path, Hive-style partitions; source and sink."
+    description = (
+        "Files (parquet, orc, csv, json, avro, raw; change events in debezium-json, canal-json, maxwell-json) "
+        "under a path, Hive-style partitions; source and sink."
+    )
 
     def required_options(self) -> Sequence[ConfigOption[Any]]:
         return fso.REQUIRED_OPTIONS

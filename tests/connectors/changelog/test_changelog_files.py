@@ -159,3 +159,16 @@ def test_spark_sql_shows_the_row_kind_column(spark: Any, session: Path) -> None:
     assert [(r[ROW_KIND], r.id, r.name) for r in rows] == [
         (k, i, n) for k, i, n, _ in events.FLINK_READ["debezium-json"]
     ]
+
+
+def test_an_insert_reading_a_bad_message_fails_and_commits_nothing(spark: Any, session: Path) -> None:
+    source = events.write(session / "bad_insert_src", events.UNKNOWN_OP)
+    _create(spark, "bad_insert_src", "debezium-json", source)
+    target = session / "bad_insert_out"
+    _create(spark, "bad_insert_out", "debezium-json", target)
+    [row] = spark.sql(f"INSERT INTO {DB}.bad_insert_out SELECT * FROM {DB}.bad_insert_src").collect()
+    running = running_insert(row.job_id)
+    assert running is not None and running.finished.wait(180), "the insert did not end"
+    assert running.error is not None and 'Unknown "op" value "x"' in str(running.error)
+    assert f"Table {DB}.bad_insert_src, file " in str(running.error)
+    assert not list(target.glob("part-*"))  # not even the good first event: the batch failed whole
