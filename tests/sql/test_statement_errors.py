@@ -101,7 +101,12 @@ INVALID = [
         "'partition.time-extractor.class' is required",
     ),
     (_table(**{"csv.field-delimiter": ";"}), OptionError, "is for format 'csv', but the table's format is 'parquet'"),
-    (_table(format="xml"), OptionError, "Expected one of 'parquet', 'orc', 'csv', 'json', 'avro', 'raw'."),
+    (
+        _table(format="xml"),
+        OptionError,
+        "Expected one of 'parquet', 'orc', 'csv', 'json', 'avro', 'raw', 'debezium-json', 'canal-json', "
+        "'maxwell-json'.",
+    ),
     (_table(**{"sink.parallelism": "0"}), OptionError, "It must be at least 1, or -1 for the default"),
     (_table(**{"sink.parallelism": "-2"}), OptionError, "It must be at least 1, or -1 for the default"),
     (_table(**{"sink.parallelism": "4294967296"}), OptionError, "Expected an integer from -2147483648 to 2147483647"),
