@@ -169,6 +169,7 @@ def test_an_insert_reading_a_bad_message_fails_and_commits_nothing(spark: Any, s
     [row] = spark.sql(f"INSERT INTO {DB}.bad_insert_out SELECT * FROM {DB}.bad_insert_src").collect()
     running = running_insert(row.job_id)
     assert running is not None and running.finished.wait(180), "the insert did not end"
-    assert running.error is not None and 'Unknown "op" value "x"' in str(running.error)
-    assert f"Table {DB}.bad_insert_src, file " in str(running.error)
+    failure = running.query.exception()  # the query's own failure (running.error holds commit failures)
+    assert failure is not None and 'Unknown "op" value "x"' in str(failure)
+    assert f"Table {DB}.bad_insert_src, file " in str(failure)
     assert not list(target.glob("part-*"))  # not even the good first event: the batch failed whole
