@@ -27,7 +27,7 @@ from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.runtime.paths import pyspark_jars_dir
 from tests.support.daemons import start_daemon, stop_daemon
 from tests.support.kdc import Kdc
-from tests.support.stores import AUDIT_LOGGING, _default_fs, hdfs_jars
+from tests.support.stores import AUDIT_LOGGING, _default_fs, hdfs_jars, minicluster_command
 from tests.support.waiting import free_port, wait_for
 
 #: The NameNode's and DataNodes' principal (one for both: HDFS checks each against its own key), and the HTTP
@@ -129,27 +129,7 @@ def start_kerberized_hdfs(kdc: Kdc, home: Path) -> KerberizedHdfs:
         "ignore.secure.ports.for.testing": "true",
         **{f"hadoop.proxyuser.{user}.{what}": "*" for user in PROXY_USERS for what in ("hosts", "groups")},
     }
-    command = [
-        shutil.which("java") or "java",
-        "-Xmx384m",
-        *kdc.java_options(),
-        f"-Dlog4j2.configurationFile={logging}",
-        f"-Dtest.build.data={home / 'data'}",
-        "-cp",
-        os.pathsep.join([f"{hdfs_jars()}/*", f"{pyspark_jars_dir()}/*"]),
-        "org.apache.hadoop.mapreduce.MiniHadoopClusterManager",
-        "-nomr",
-        "-format",
-        "-nnport",
-        str(port),
-        "-nnhttpport",
-        str(http_port),
-        "-datanodes",
-        "1",
-        "-writeConfig",
-        str(conf),
-        *(item for key, value in properties.items() for item in ("-D", f"{key}={value}")),
-    ]
+    command = minicluster_command(home, port, http_port, conf, logging, kdc.java_options(), properties)
     process = start_daemon(command, home / "minicluster.log", conf.is_file, "the kerberized HDFS mini cluster", 180)
     wait_for(lambda: _default_fs(conf), 10, what="the kerberized mini cluster's configuration")
     cluster = KerberizedHdfs(

@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
@@ -163,18 +163,21 @@ logger.audit.appenderRef.audit.ref = audit
 """
 
 
-def start_hdfs(home: Path) -> HdfsCluster:
-    """Format and start a NameNode and one DataNode on a free loopback port (the NameNode's HTTP server, which
-    serves WebHDFS, on another); return once they serve."""
-    port, http_port = free_port(), free_port()
-    conf = home / "cluster-conf.xml"  # written by the manager once the cluster is up
-    audit_log = home / "audit.log"
-    logging = home / "log4j2.properties"
-    logging.write_text(AUDIT_LOGGING.format(audit_log=audit_log))
-    java = shutil.which("java") or "java"
-    command = [
-        java,
+def minicluster_command(
+    home: Path,
+    port: int,
+    http_port: int,
+    conf: Path,
+    logging: Path,
+    java_options: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Hadoop's ``MiniHadoopClusterManager`` (HDFS only: a NameNode and one DataNode) on these ports, writing
+    its client configuration to ``conf`` once it serves; ``properties`` are given as ``-D key=value``."""
+    return [
+        shutil.which("java") or "java",
         "-Xmx384m",
+        *java_options,
         f"-Dlog4j2.configurationFile={logging}",
         f"-Dtest.build.data={home / 'data'}",
         "-cp",
@@ -190,7 +193,19 @@ def start_hdfs(home: Path) -> HdfsCluster:
         "1",
         "-writeConfig",
         str(conf),
+        *(item for key, value in (properties or {}).items() for item in ("-D", f"{key}={value}")),
     ]
+
+
+def start_hdfs(home: Path) -> HdfsCluster:
+    """Format and start a NameNode and one DataNode on a free loopback port (the NameNode's HTTP server, which
+    serves WebHDFS, on another); return once they serve."""
+    port, http_port = free_port(), free_port()
+    conf = home / "cluster-conf.xml"  # written by the manager once the cluster is up
+    audit_log = home / "audit.log"
+    logging = home / "log4j2.properties"
+    logging.write_text(AUDIT_LOGGING.format(audit_log=audit_log))
+    command = minicluster_command(home, port, http_port, conf, logging)
     process = start_daemon(command, home / "minicluster.log", conf.is_file, "the HDFS mini cluster", 180, home)
     wait_for(lambda: _default_fs(conf), 10, what="the mini cluster's configuration")
     # Clients on this machine reach the NameNode by loopback address: 'localhost' may resolve elsewhere first.
