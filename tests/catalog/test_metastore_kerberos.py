@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -28,21 +27,6 @@ from tests.support.waiting import free_port, wait_for
 pytestmark = [pytest.mark.hms, pytest.mark.kerberos]
 
 SERVICE = "hive/_HOST@SQLEXT.TEST"
-
-
-@pytest.fixture(scope="module")
-def kerberized(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetastoreSettings]:
-    """The embedded Hive 2.3 metastore taking Kerberos logins only, as hive/127.0.0.1."""
-    principal, keytab = kdc.principal("hive/127.0.0.1")
-    settings = MetastoreSettings(
-        port=free_port(),
-        home=tmp_path_factory.mktemp("kerberized-hms"),
-        kerberos_principal=principal,
-        kerberos_keytab=keytab,
-    )
-    launcher.start(settings)
-    yield settings
-    launcher.stop(settings)
 
 
 def _user(kdc: Kdc, name: str = "alice") -> MetastoreAuth:
@@ -77,9 +61,9 @@ def _table(location: Path) -> ttypes.Table:
 
 
 def test_a_keytab_login_creates_a_table_and_registers_partitions(
-    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path
 ) -> None:
-    with MetastoreClient(kerberized.uri, auth=_user(kdc)) as client:
+    with MetastoreClient(kerberized_metastore.uri, auth=_user(kdc)) as client:
         client.create_database("secured", location=(tmp_path / "db").as_uri())
         table = _table(tmp_path / "events")
         client.create_table(table)
@@ -87,30 +71,30 @@ def test_a_keytab_login_creates_a_table_and_registers_partitions(
 
         assert client.get_partition_names("secured", "events") == ["dt=2026-12-01", "dt=2026-12-02"]
 
-    with MetastoreClient(kerberized.uri, auth=_user(kdc, "carol")) as other:
+    with MetastoreClient(kerberized_metastore.uri, auth=_user(kdc, "carol")) as other:
         partitions = other.get_partitions_by_names("secured", "events", ["dt=2026-12-02"])
     assert [p.sd.location.removeprefix("file:") for p in partitions] == [f"{tmp_path}/events/dt=2026-12-02"]
 
 
 def test_the_ticket_cache_login_is_used_without_a_keytab(
-    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     principal, keytab = kdc.principal("bob")
     ccache = kdc.kinit(principal, keytab, tmp_path / "bob.ccache")
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{ccache}")
 
-    with MetastoreClient(kerberized.uri, auth=MetastoreAuth(True, SERVICE)) as client:
+    with MetastoreClient(kerberized_metastore.uri, auth=MetastoreAuth(True, SERVICE)) as client:
         assert "default" in client.get_all_databases()
 
 
 def test_a_client_without_a_ticket_is_told_to_kinit_or_set_a_keytab(
-    kerberized: MetastoreSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kerberized_metastore: MetastoreSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'empty.ccache'}")
 
     with (
         pytest.raises(KerberosError) as raised,
-        MetastoreClient(kerberized.uri, auth=MetastoreAuth(True, SERVICE)) as c,
+        MetastoreClient(kerberized_metastore.uri, auth=MetastoreAuth(True, SERVICE)) as c,
     ):
         c.get_all_databases()
 
@@ -120,11 +104,11 @@ def test_a_client_without_a_ticket_is_told_to_kinit_or_set_a_keytab(
     assert "TTransportException" not in message
 
 
-def test_a_client_without_sasl_is_refused_and_told_to_enable_it(kerberized: MetastoreSettings) -> None:
+def test_a_client_without_sasl_is_refused_and_told_to_enable_it(kerberized_metastore: MetastoreSettings) -> None:
     retry = RetryPolicy(deadline_s=1.0, initial_backoff_s=0.2)
     with (
         pytest.raises(MetastoreUnavailableError) as raised,
-        MetastoreClient(kerberized.uri, retry, auth=MetastoreAuth()) as client,
+        MetastoreClient(kerberized_metastore.uri, retry, auth=MetastoreAuth()) as client,
     ):
         client.get_all_databases()
 
@@ -162,7 +146,7 @@ def kerberos_conf(metastore_uri: str, principal: str, keytab: Path) -> list[str]
 @pytest.mark.spark
 @pytest.mark.slow
 def test_an_insert_commits_partitions_to_a_kerberized_metastore_with_a_keytab(
-    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path
 ) -> None:
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=10)
     job = tmp_path / "job.sql"
@@ -177,7 +161,14 @@ def test_an_insert_commits_partitions_to_a_kerberized_metastore_with_a_keytab(
         "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
     }
     done = subprocess.run(
-        [sys.executable, "-m", "sqlext.cli", "run", str(job), *kerberos_conf(kerberized.uri, principal, keytab)],
+        [
+            sys.executable,
+            "-m",
+            "sqlext.cli",
+            "run",
+            str(job),
+            *kerberos_conf(kerberized_metastore.uri, principal, keytab),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -185,7 +176,7 @@ def test_an_insert_commits_partitions_to_a_kerberized_metastore_with_a_keytab(
     )
 
     assert done.returncode == 0, done.stderr[-4000:]
-    with MetastoreClient(kerberized.uri, auth=_user(kdc)) as client:
+    with MetastoreClient(kerberized_metastore.uri, auth=_user(kdc)) as client:
         assert sorted(client.get_partition_names("kdb", "events")) == [
             f"dt=2026-11-22/hr={hour:02d}" for hour in range(3)
         ]
@@ -201,52 +192,58 @@ def _refusal(uri: str, auth: MetastoreAuth) -> str:
     return message
 
 
-def test_a_metastore_principal_the_kdc_does_not_know_names_the_setting(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+def test_a_metastore_principal_the_kdc_does_not_know_names_the_setting(
+    kerberized_metastore: MetastoreSettings, kdc: Kdc
+) -> None:
     # _HOST becomes "localhost": hive/localhost is no principal of the realm.
-    message = _refusal(kerberized.uri.replace("127.0.0.1", "localhost"), _user(kdc))
+    message = _refusal(kerberized_metastore.uri.replace("127.0.0.1", "localhost"), _user(kdc))
 
     assert "hive/localhost@SQLEXT.TEST" in message
     assert "the server principal is not known to the KDC" in message
     assert f"set {kerberos.SERVER_PRINCIPAL}" in message
 
 
-def test_the_principal_of_another_service_is_refused_by_the_metastore(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+def test_the_principal_of_another_service_is_refused_by_the_metastore(
+    kerberized_metastore: MetastoreSettings, kdc: Kdc
+) -> None:
     other, _ = kdc.principal("spark/127.0.0.1")
     user = _user(kdc)
     auth = MetastoreAuth(True, other, user.client_principal, user.client_keytab)
 
-    message = _refusal(kerberized.uri, auth)
+    message = _refusal(kerberized_metastore.uri, auth)
 
     assert "the metastore at 127.0.0.1 refused the SASL GSSAPI login" in message
     assert "GSS initiate failed" in message
     assert kerberos.SERVER_PRINCIPAL in message and "hive.metastore.kerberos.principal" in message
 
 
-def test_a_keytab_without_the_principals_key_says_so(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+def test_a_keytab_without_the_principals_key_says_so(kerberized_metastore: MetastoreSettings, kdc: Kdc) -> None:
     _, alice_keytab = kdc.principal("alice")
     frank, _ = kdc.principal("frank")
 
-    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, frank, str(alice_keytab)))
+    message = _refusal(kerberized_metastore.uri, MetastoreAuth(True, SERVICE, frank, str(alice_keytab)))
 
     assert f"the keytab holds no key for {frank}" in message
     assert f"klist -kt {alice_keytab}" in message and "spark.kerberos.principal" in message
 
 
-def test_an_outdated_keytab_is_named_after_the_key_was_rotated(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+def test_an_outdated_keytab_is_named_after_the_key_was_rotated(
+    kerberized_metastore: MetastoreSettings, kdc: Kdc
+) -> None:
     principal, keytab = kdc.principal("rotated")
     kdc.kadmin(f"cpw -randkey {principal}")  # the keytab still holds the old key
 
-    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
+    message = _refusal(kerberized_metastore.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
 
     assert "the keytab is outdated" in message
     assert "make a new keytab" in message and "spark.kerberos.keytab" in message
 
 
-def test_an_expired_principal_is_named(kerberized: MetastoreSettings, kdc: Kdc) -> None:
+def test_an_expired_principal_is_named(kerberized_metastore: MetastoreSettings, kdc: Kdc) -> None:
     principal, keytab = kdc.principal("expired")
     kdc.kadmin(f'modprinc -expire "2020-01-01" {principal}')
 
-    message = _refusal(kerberized.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
+    message = _refusal(kerberized_metastore.uri, MetastoreAuth(True, SERVICE, principal, str(keytab)))
 
     assert f"principal {principal} with keytab {keytab}" in message
     assert "the client principal has expired in the KDC's database" in message
@@ -286,7 +283,7 @@ def _as_requests(kdc: Kdc, principal: str) -> int:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_streaming_insert_keeps_committing_over_several_ticket_lifetimes(
-    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path
 ) -> None:
     principal, keytab = kdc.principal("streamer", max_life=f"{SHORT_LIFE_S} seconds")
     input_dir, sink = tmp_path / "input", tmp_path / "events"
@@ -304,12 +301,12 @@ def test_a_streaming_insert_keeps_committing_over_several_ticket_lifetimes(
         "PYTHONPATH": str(REPO),
         "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
     }
-    flags = kerberos_conf(kerberized.uri, principal, keytab)
+    flags = kerberos_conf(kerberized_metastore.uri, principal, keytab)
     # Hadoop re-logs in at 80% of a ticket's life, but not within a minute of the last login unless told.
     flags += ["--conf", "spark.hadoop.hadoop.kerberos.min.seconds.before.relogin=5"]
     log_file = tmp_path / "run.log"
     began = time.monotonic()
-    with log_file.open("w") as err, MetastoreClient(kerberized.uri, auth=_user(kdc)) as hms:
+    with log_file.open("w") as err, MetastoreClient(kerberized_metastore.uri, auth=_user(kdc)) as hms:
         run = subprocess.Popen([sys.executable, "-m", "sqlext.cli", "run", str(job), *flags], env=env, stderr=err)
         try:
             hours = 0

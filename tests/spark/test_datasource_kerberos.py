@@ -7,37 +7,21 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from sqlext.catalog.metastore import kerberos, launcher, security, tls
+from sqlext.catalog.metastore import kerberos, security, tls
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.kerberos import MetastoreAuth
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from tests.support.kdc import Kdc
 from tests.support.streams import write_hourly_events
 from tests.support.tables import create_in_hms, events_table
-from tests.support.waiting import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 SERVICE = "hive/_HOST@SQLEXT.TEST"
-
-
-@pytest.fixture(scope="module")
-def kerberized(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetastoreSettings]:
-    principal, keytab = kdc.principal("hive/127.0.0.1")
-    settings = MetastoreSettings(
-        port=free_port(),
-        home=tmp_path_factory.mktemp("ds-kerberized-hms"),
-        kerberos_principal=principal,
-        kerberos_keytab=keytab,
-    )
-    launcher.start(settings)
-    yield settings
-    launcher.stop(settings)
 
 
 @pytest.mark.hms
@@ -45,13 +29,13 @@ def kerberized(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[M
 @pytest.mark.spark
 @pytest.mark.slow
 def test_format_sqlext_commits_partitions_to_a_kerberized_metastore(
-    kerberized: MetastoreSettings, kdc: Kdc, tmp_path: Path
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path
 ) -> None:
     principal, keytab = kdc.principal("etl")
     auth = MetastoreAuth(True, SERVICE, principal, str(keytab))
     write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=5)
     table = events_table("ds_krb", "events", tmp_path / "table")
-    with MetastoreClient(kerberized.uri, auth=auth) as client:
+    with MetastoreClient(kerberized_metastore.uri, auth=auth) as client:
         create_in_hms(client, table)
     conf = {
         kerberos.SASL_ENABLED: "true",
@@ -61,14 +45,14 @@ def test_format_sqlext_commits_partitions_to_a_kerberized_metastore(
         "spark.sqlext.metastore.retry.deadline": "20 s",  # a worker without the login fails in 20 s, not 60
     }
     pairs = [f"{key}={value}" for key, value in conf.items()]
-    command = [sys.executable, "-m", "tests.support.datasource_job", kerberized.uri, "ds_krb.events"]
+    command = [sys.executable, "-m", "tests.support.datasource_job", kerberized_metastore.uri, "ds_krb.events"]
     command += [str(tmp_path / "input"), str(tmp_path / "checkpoint"), *pairs]
     # No ticket cache: the keytab is the only login the workers can have.
     env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}"}
     done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
 
     assert done.returncode == 0, done.stderr[-4000:]
-    with MetastoreClient(kerberized.uri, auth=auth) as client:
+    with MetastoreClient(kerberized_metastore.uri, auth=auth) as client:
         assert sorted(client.get_partition_names("ds_krb", "events")) == ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
 
 

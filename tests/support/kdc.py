@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.launcher import MetastoreSettings
 from tests.support.waiting import free_port, wait_for
 
 REALM = "SQLEXT.TEST"
@@ -200,3 +202,19 @@ def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kdc]:
             os.environ.pop("KRB5_CONFIG", None)
         else:
             os.environ["KRB5_CONFIG"] = before
+
+
+@pytest.fixture(scope="session")
+def kerberized_metastore(kdc: Kdc, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetastoreSettings]:
+    """The embedded Hive 2.3 metastore taking Kerberos logins only, as hive/127.0.0.1 (started the first time a
+    test needs it, shared by the session's tests)."""
+    principal, keytab = kdc.principal("hive/127.0.0.1")
+    settings = MetastoreSettings(
+        port=free_port(),
+        home=tmp_path_factory.mktemp("kerberized-hms"),
+        kerberos_principal=principal,
+        kerberos_keytab=keytab,
+    )
+    launcher.start(settings)
+    yield settings
+    launcher.stop(settings)
