@@ -77,6 +77,15 @@ KEYS: dict[str, str] = {
 }
 
 
+def conf_flag(values: Mapping[str, str], key: str) -> bool:
+    """A ``true``/``false`` setting of a Spark conf or sqlext config (any case, spaces around; default false);
+    another value is an error naming the key."""
+    raw = values.get(key, "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"Invalid value for '{key}': '{raw}'. Expected true or false.", option=key, value=raw)
+    return raw == "true"
+
+
 class ClassSharing(StrEnum):
     """The values of ``spark.sqlext.driver.class-sharing`` (:mod:`sqlext.spark.class_sharing`)."""
 

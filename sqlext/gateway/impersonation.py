@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlext import javac
-from sqlext.errors import ConfigError
+from sqlext.config import conf_flag
 from sqlext.gateway.security import ENABLE_DOAS
 from sqlext.io.hadoopfs import DOAS_USER_PROPERTY
 
@@ -30,12 +30,7 @@ EXTRA_CLASS_PATH = "spark.driver.extraClassPath"
 
 def enabled(values: Mapping[str, str]) -> bool:
     """Whether ``spark.sqlext.gateway.enable.doAs`` is on (``true``/``false``, default false)."""
-    raw = values.get(ENABLE_DOAS, "false").strip().lower()
-    if raw not in ("true", "false"):
-        raise ConfigError(
-            f"Invalid value for '{ENABLE_DOAS}': '{raw}'. Expected true or false.", option=ENABLE_DOAS, value=raw
-        )
-    return raw == "true"
+    return conf_flag(values, ENABLE_DOAS)
 
 
 def spark_conf(values: Mapping[str, str]) -> dict[str, str]:

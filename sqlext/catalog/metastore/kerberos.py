@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlext.config import conf_flag
 from sqlext.errors import ConfigError, MetastoreError
 
 SASL_ENABLED = "spark.sqlext.metastore.sasl.enabled"
@@ -67,11 +68,7 @@ class MetastoreAuth:
     @classmethod
     def from_values(cls, values: Mapping[str, str]) -> MetastoreAuth:
         """The settings from Spark conf / sqlext config keys (see the module doc)."""
-        raw = values.get(SASL_ENABLED, "false").strip().lower()
-        if raw not in ("true", "false"):
-            raise ConfigError(
-                f"Invalid value for '{SASL_ENABLED}': '{raw}'. Expected true or false.", option=SASL_ENABLED, value=raw
-            )
+        sasl = conf_flag(values, SASL_ENABLED)
         principal, keytab = values.get(CLIENT_PRINCIPAL) or None, values.get(CLIENT_KEYTAB) or None
         if (principal is None) != (keytab is None):
             given, missing = (CLIENT_PRINCIPAL, CLIENT_KEYTAB) if principal else (CLIENT_KEYTAB, CLIENT_PRINCIPAL)
@@ -82,7 +79,7 @@ class MetastoreAuth:
             )
         if keytab is not None and not os.path.isfile(keytab):
             raise ConfigError(f"The keytab '{keytab}' ({CLIENT_KEYTAB}) does not exist.", option=CLIENT_KEYTAB)
-        auth = cls(raw == "true", values.get(SERVER_PRINCIPAL, ""), principal, keytab)
+        auth = cls(sasl, values.get(SERVER_PRINCIPAL, ""), principal, keytab)
         if auth.sasl and not auth.server_principal:
             raise ConfigError(
                 f"'{SASL_ENABLED}' is true but '{SERVER_PRINCIPAL}' is not set: name the metastore's principal, "

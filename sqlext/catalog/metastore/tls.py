@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlext.config import conf_flag
 from sqlext.errors import ConfigError, MetastoreError
 
 # thrift logs every failed handshake at ERROR; the metastore client reports them itself.
@@ -77,16 +78,12 @@ class MetastoreTls:
 
     @classmethod
     def from_values(cls, values: Mapping[str, str]) -> MetastoreTls:
-        raw = values.get(USE_SSL, "false").strip().lower()
-        if raw not in ("true", "false"):
-            raise ConfigError(
-                f"Invalid value for '{USE_SSL}': '{raw}'. Expected true or false.", option=USE_SSL, value=raw
-            )
+        enabled = conf_flag(values, USE_SSL)
         path = values.get(TRUSTSTORE_PATH) or None
-        if raw == "true" and path is not None and not Path(path).is_file():
+        if enabled and path is not None and not Path(path).is_file():
             raise ConfigError(f"The truststore '{path}' ({TRUSTSTORE_PATH}) does not exist.", option=TRUSTSTORE_PATH)
         kind = _store_type(path or "", values.get(TRUSTSTORE_TYPE), TRUSTSTORE_TYPE)
-        return cls(raw == "true", path, values.get(TRUSTSTORE_PASSWORD) or None, kind)
+        return cls(enabled, path, values.get(TRUSTSTORE_PASSWORD) or None, kind)
 
     def context(self) -> ssl.SSLContext:
         """The client's TLS context: the server's certificate checked against the truststore, and its name
