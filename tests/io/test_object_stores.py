@@ -204,7 +204,9 @@ def test_a_driver_killed_at_every_fault_point_on_hdfs_then_restarted_commits_eve
     """As on S3, on the rename path: the driver killed at each point of the overlapped commit in turn, then
     run to its end. (The plain insert into HDFS is this test's finishing state: every row once, every hour in
     the HMS with its statistics and _SUCCESS, the log completed; it is not run apart.)"""
-    table_uri = f"{hdfs_cluster.uri}/warehouse/events"
+    # Its own dir: the session's cluster is shared with test_store_paths, whose hdfs_paths.events is at
+    # /warehouse/events (the two files ran on one worker in CI and each read the other's rows).
+    table_uri = f"{hdfs_cluster.uri}/crash-chain/events"
 
     hours = run_crash_chain(tmp_path, "hdfs_db", table_uri, store_metastore, {})
 
