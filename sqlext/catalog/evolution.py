@@ -12,10 +12,12 @@ How the readers of a format find a column in a file decides what is safe:
   may be added only after the last one, renamed freely, and dropped only from the end; once one was dropped
   from the end, the old lines still hold its values in that field, which a column added later would read, so
   an ADD is refused from then on.
-- **parquet**, **orc** and **json** are read by name (Spark's readers, Hive's Parquet and ORC SerDes, hcatalog's
-  JSON SerDe): a column may be added or dropped anywhere, but a renamed column would find nothing under its
-  new name in the files written before (refused), and a column added under the name of a dropped one would read
-  the dropped values, in their old type (refused: the table keeps the dropped names, ``sqlext.retired-columns``).
+- **parquet**, **orc**, **json** and **avro** are read by name (Spark's readers, Hive's Parquet, ORC and Avro
+  SerDes, hcatalog's JSON SerDe; Avro's schema resolution matches the table's schema, ``avro.schema.literal``, to
+  each file's writer schema by field name, an added nullable field reading its default, NULL): a column may be
+  added or dropped anywhere, but a renamed column would find nothing under its new name in the files written
+  before (refused), and a column added under the name of a dropped one would read the dropped values, in their old
+  type (refused: the table keeps the dropped names, ``sqlext.retired-columns``).
 - a type widens only as :func:`~sqlext.sql.schema_change.is_widening` allows, and every reader of every
   format tried reads the narrower values as the wider type (Spark's parquet and orc readers, vectorized and
   not, Hive's SerDes, csv's SerDe, Spark's json reader; docs/schema-evolution.md), so no format narrows it.
@@ -42,7 +44,7 @@ RETIRED_COLUMNS = "sqlext.retired-columns"
 FILE_FIELDS = "sqlext.file-fields"
 #: Formats whose readers find a column by its position in a record (the others: by its name).
 BY_POSITION = ("csv",)
-BY_NAME = ("parquet", "orc", "json")
+BY_NAME = ("parquet", "orc", "json", "avro")
 
 
 @dataclass(frozen=True)
