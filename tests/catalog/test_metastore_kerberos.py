@@ -3,6 +3,7 @@ or the ticket cache; a client without a ticket, or without SASL, is refused with
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -410,3 +411,28 @@ def test_a_principal_without_a_keytab_is_refused_before_anything_starts(tmp_path
             kerberos_principal="hive/_HOST@R",
             kerberos_keytab=tmp_path / "missing.keytab",
         )
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_streaming_read_of_committed_partitions_lists_them_in_the_kerberized_metastore(
+    kerberized_metastore: MetastoreSettings, kdc: Kdc, tmp_path: Path
+) -> None:
+    """The streaming source asks the metastore for the table's partitions from Spark's Python workers, which
+    have no ticket cache: they log in with the session's keytab (carried in the source's spec)."""
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=3, rows_per_hour=10)
+    principal, keytab = kdc.principal("etl")
+    pairs = kerberos_conf(kerberized_metastore.uri, principal, keytab)[1::2]  # the KEY=VALUE of each --conf
+    result = tmp_path / "result.json"
+    command = [sys.executable, "-m", "tests.support.kerberized_read_job", kerberized_metastore.uri, str(tmp_path)]
+    command += [str(tmp_path / "input"), str(result), *pairs]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}"}
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+    assert done.returncode == 0 and result.is_file(), done.stderr[-4000:]
+    outcome = json.loads(result.read_text())
+    assert outcome["error"] is None, outcome["error"]
+    assert outcome["expected"] == 30
+    assert outcome["ids"] == list(range(30)), "every committed row read once"
+    with MetastoreClient(kerberized_metastore.uri, auth=_user(kdc)) as client:
+        assert sorted(client.get_partition_names("kread", "events")) == [f"dt=2026-11-22/hr={h:02d}" for h in range(3)]
