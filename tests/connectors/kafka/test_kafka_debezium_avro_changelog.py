@@ -3,7 +3,9 @@ streaming INSERT into a debezium-json filesystem sink writes what Flink 2.3's wr
 (:data:`tests.connectors.changelog.events.FLINK_DEBEZIUM_SINK`, measured from the debezium-json file holding
 them), ``SELECT *`` shows the row kind last, and an insert-only sink or batch mode is refused with Flink's
 reason before anything runs. Records produced by confluent-kafka's ``AvroSerializer`` against the tests'
-schema registry, as a Debezium connector with Confluent's Avro converter writes them."""
+schema registry, as a Debezium connector with Confluent's Avro converter writes them. Flink 2.3 (its Kafka
+connector and ``flink-sql-avro-confluent-registry`` fetched from Maven Central) reads the same topic with the
+same DDL into the same lines, and refuses the same INSERTs."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import SqlextError, ValidationError
 from tests.connectors.changelog import events
 from tests.support.extension import extended_session
+from tests.support.flink import Flink, FlinkError
 from tests.support.interop import add_spark_avro
 from tests.support.kafka import KafkaBroker, Record, add_spark_kafka
 from tests.support.schema_registry import SchemaRegistry
@@ -169,3 +172,55 @@ def test_batch_mode_refuses_it_with_flinks_reason(
     finally:
         spark.sql("RESET 'execution.runtime-mode'")
     assert _no_data_files(target)
+
+
+#: Flink's Kafka connector and Avro-with-registry format for SQL (not in the apache-flink wheel).
+_FLINK_JARS = (
+    "org.apache.flink:flink-sql-connector-kafka:4.0.1-2.0",
+    "org.apache.flink:flink-sql-avro-confluent-registry:2.3.0",
+)
+#: Flink's sentences of the two refusals (its catalog path and plan node differ from sqlext's names).
+_FLINK_REASONS = (
+    "doesn't support consuming update and delete changes which is produced by",
+    "Querying a table in batch mode is currently only possible for INSERT-only table sources. But the source for "
+    "table '",
+)
+
+
+def _flink_lines(directory: Path) -> list[str]:
+    files = [p for p in sorted(directory.rglob("*")) if p.is_file() and not p.name.startswith((".", "_"))]
+    return [line for p in files for line in p.read_text().splitlines()]
+
+
+@pytest.mark.flink
+def test_flink_writes_and_refuses_the_same_for_the_same_topic(
+    flink: Flink, spark: Any, session: Path, kafka_broker: KafkaBroker, schema_registry: SchemaRegistry
+) -> None:
+    from sqlext.runtime import jars
+
+    [kafka, registry] = [
+        next(jars.fetch(f"flink-{c.split(':')[1]}", [c], transitive=False).glob("*.jar")) for c in _FLINK_JARS
+    ]
+    config = {"pipeline.jars": f"{kafka.as_uri()};{registry.as_uri()}", "parallelism.default": "1"}
+    source = _source(spark, kafka_broker, schema_registry)  # sqlext's table; Flink's below is the same DDL
+    flink_source = (
+        f"CREATE TABLE src (id INT, name STRING, price DOUBLE) WITH ('connector' = 'kafka', 'topic' = '{source}', "
+        f"'properties.bootstrap.servers' = '{kafka_broker.bootstrap}', 'scan.startup.mode' = 'earliest-offset', "
+        "'scan.bounded.mode' = 'latest-offset', 'value.format' = 'debezium-avro-confluent', "
+        f"'value.debezium-avro-confluent.url' = '{schema_registry.url}')"
+    )
+    flink_out = session / f"{source}_flink"
+
+    def sink(name: str, path: Path, fmt: str) -> str:
+        return (
+            f"CREATE TABLE {name} (id INT, name STRING, price DOUBLE) WITH ('connector' = 'filesystem', "
+            f"'path' = '{path.as_uri()}', 'format' = '{fmt}')"
+        )
+
+    flink.run([flink_source, sink("snk", flink_out, "debezium-json"), "INSERT INTO snk SELECT * FROM src"], **config)
+    assert _flink_lines(flink_out) == events.FLINK_DEBEZIUM_SINK
+    for (fmt, mode), reason in zip((("json", "streaming"), ("debezium-json", "batch")), _FLINK_REASONS, strict=True):
+        ddl_out = sink("r_out", session / f"{source}_flink_{fmt}_{mode}", fmt)
+        with pytest.raises(FlinkError) as refused:
+            flink.run([flink_source, ddl_out, "INSERT INTO r_out SELECT * FROM src"], mode=mode, **config)
+        assert reason in str(refused.value)  # the sentence the tests above expect of sqlext
