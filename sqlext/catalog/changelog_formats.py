@@ -1,10 +1,12 @@
 """The change-event formats as Flink 2.3's ``flink-json`` declares them (``DebeziumJsonFormatFactory``,
 ``CanalJsonFormatFactory``, ``MaxwellJsonFormatFactory``): their options, the metadata each offers (read as
 ``value.<key>`` by the Kafka connector; Flink's filesystem connector offers none of them), and the checks made
-on the options at CREATE TABLE.
+on the options at CREATE TABLE; and which formats' rows are a changelog (those three and Kafka's
+``debezium-avro-confluent``, whose options are the Kafka connector's: :mod:`sqlext.connectors.kafka.confluent_options`).
 
-How the row kind of a decoded row travels: as the column :data:`ROW_KIND` (``+I``, ``-U``, ``+U``, ``-D``,
-Flink's ``RowKind.shortString()``) after the table's columns (see docs/connectors.md, "Change-event formats").
+How the row kind of a decoded row travels, whatever its format: as the column :data:`ROW_KIND` (``+I``, ``-U``,
+``+U``, ``-D``, Flink's ``RowKind.shortString()``) after the table's columns (see docs/connectors.md,
+"Change-event formats").
 """
 
 from __future__ import annotations
@@ -17,8 +19,12 @@ from sqlext.errors import OptionError
 from sqlext.options import BOOLEAN, STRING, ConfigOption, enum_type
 
 DEBEZIUM, CANAL, MAXWELL = "debezium-json", "canal-json", "maxwell-json"
-#: The change-event formats, as Flink names them.
+#: The change-event formats of flink-json, as Flink names them (their options and metadata below).
 CHANGELOG_FORMATS = (DEBEZIUM, CANAL, MAXWELL)
+#: Flink's Avro change-event format (``flink-avro-confluent-registry``), a Kafka value format.
+DEBEZIUM_AVRO_CONFLUENT = "debezium-avro-confluent"
+#: Every format whose rows are a changelog, each row with its kind in :data:`ROW_KIND`.
+CHANGELOG_ROW_FORMATS = (*CHANGELOG_FORMATS, DEBEZIUM_AVRO_CONFLUENT)
 #: The column that carries a row's kind, after the table's own columns.
 ROW_KIND = "__sqlext_row_kind"
 #: Flink's row kinds, as ``RowKind.shortString()`` prints them.
@@ -119,8 +125,8 @@ METADATA: dict[str, dict[str, tuple[str, str]]] = {
 
 
 def is_changelog_format(fmt: str | None) -> bool:
-    """Whether ``fmt`` is one of :data:`CHANGELOG_FORMATS`."""
-    return fmt in CHANGELOG_FORMATS
+    """Whether ``fmt``'s rows are a changelog (+I, -U, +U, -D): one of :data:`CHANGELOG_ROW_FORMATS`."""
+    return fmt in CHANGELOG_ROW_FORMATS
 
 
 def check_options(fmt: str, options: Mapping[str, str], prefix: str = "") -> None:

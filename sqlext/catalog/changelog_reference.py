@@ -25,7 +25,10 @@ _REFERENCE = """## Change-event formats: debezium-json, canal-json, maxwell-json
 
 `'format' = 'debezium-json'` (or `canal-json`, `maxwell-json`) on a filesystem table, or `'value.format'` on a
 kafka table, reads change events as a changelog, as Flink 2.3 does: one json message a line (a record value),
-each decoded into rows with a row kind.
+each decoded into rows with a row kind. A kafka table of `'value.format'` (or `'format'`) =
+`'debezium-avro-confluent'` (Debezium's envelope in Avro with a schema registry, see
+[kafka.md](kafka.md#avro-with-a-schema-registry-avro-confluent-debezium-avro-confluent)) is a changelog source
+in the same way: what follows about sinks, batch mode and the row kind holds for it too.
 
 - **debezium-json**: `op` `c` or `r` -> `+I` of `after`; `u` -> `-U` of `before`, then `+U` of `after`; `d` ->
   `-D` of `before`. With `debezium-json.schema-include` = `true` the message is `{"schema": ..., "payload":
@@ -72,15 +75,15 @@ is committed; the insert stops, and a restart fails on the same message. With
   But the source for table 'db.cdc' produces other changelog messages than just INSERT.` (sqlext adds what to
   do).
 
-**How the row kind travels.** A changelog source's rows carry their kind (`+I`, `-U`, `+U`, `-D`, Flink's
-`RowKind.shortString()`) in a last column named `__sqlext_row_kind`. An INSERT from a changelog into a
-change-event sink takes it along a projection and filter of the one table (`SELECT a, b FROM cdc WHERE ...`,
-`SELECT *`; sqlext adds the column to the projection), and the sink reads it. A join, aggregation, DISTINCT
-or set operation over a changelog (which Flink turns into another changelog) is refused. A `SELECT` of such a
-table through `spark.sql` (or the Thrift server, the gateway) reads it through its connector, a batch read of
-what is there, and shows every decoded row with its kind in that column, as Flink's SQL client shows `op`:
-`SELECT * FROM cdc` returns `id, name, price, __sqlext_row_kind`. Spark reading the HMS table directly (Hive,
-Trino, another Spark without sqlext) sees a text table of the events' lines, not rows.
+**How the row kind travels.** A changelog source's rows (of any of the four formats) carry their kind (`+I`,
+`-U`, `+U`, `-D`, Flink's `RowKind.shortString()`) in a last column named `__sqlext_row_kind`. An INSERT from a
+changelog into a change-event sink takes it along a projection and filter of the one table (`SELECT a, b FROM
+cdc WHERE ...`, `SELECT *`; sqlext adds the column to the projection), and the sink reads it. A join,
+aggregation, DISTINCT or set operation over a changelog (which Flink turns into another changelog) is refused. A
+`SELECT` of such a table through `spark.sql` (or the Thrift server, the gateway) reads it through its connector,
+a batch read of what is there, and shows every decoded row with its kind in that column, as Flink's SQL client
+shows `op`: `SELECT * FROM cdc` returns `id, name, price, __sqlext_row_kind`. Spark reading the HMS table
+directly (Hive, Trino, another Spark without sqlext) sees a text table of the events' lines, not rows.
 
 ### Differences from Flink (change-event formats)
 

@@ -1,9 +1,10 @@
 """Which INSERT may read a changelog, as Flink 2.3's planner decides (messages checked against Flink itself,
 ``tests/connectors/changelog/test_flink_changelog.py``):
 
-- a source table whose format is a change-event format (:data:`formats.CHANGELOG_FORMATS`) produces updates
-  and deletes; in batch mode Flink refuses it ("Querying a table in batch mode is currently only possible for
-  INSERT-only table sources ..."), and so does sqlext, before anything runs;
+- a source table whose format is a change-event format (:data:`formats.CHANGELOG_ROW_FORMATS`: debezium-json,
+  canal-json, maxwell-json, and Kafka's debezium-avro-confluent) produces updates and deletes; in batch mode
+  Flink refuses it ("Querying a table in batch mode is currently only possible for INSERT-only table sources
+  ..."), and so does sqlext, before anything runs;
 - a sink whose format is insert-only (json, csv, parquet, orc, avro, raw; any other connector's sink) refuses
   such a query, filtered or not ("Table sink ... doesn't support consuming update and delete changes ...");
 - a sink of a change-event format takes it, each row with its kind (:mod:`.encoding`).

@@ -10,7 +10,8 @@ Confluent schema registry (magic byte 0, the writer schema's 4-byte id, Avro bin
 - Spark's ``from_avro`` (``spark-avro``, the jar the ``avro`` file format uses) decodes that into the columns.
 - ``debezium-avro-confluent``: the reader schema is Flink's envelope ``{before, after, op}`` (the table's row,
   nullable, twice); each record becomes the row kinds Flink makes of it (``c``/``r`` +I of ``after``, ``u`` -U of
-  ``before`` and +U of ``after``, ``d`` -D of ``before``) in the column :data:`ROW_KIND`.
+  ``before`` and +U of ``after``, ``d`` -D of ``before``) in the column every changelog's rows carry their kind
+  in (:data:`sqlext.catalog.changelog_formats.ROW_KIND`).
 
 A record the registry has no schema for, an unreachable registry, refused credentials, a record without the frame
 or one that does not read as the table's schema fail the query naming the table, the record's topic-partition-offset
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from sqlext.catalog import avro_schema
+from sqlext.catalog.changelog_formats import ROW_KIND
 from sqlext.connectors.kafka import confluent_options as co
 from sqlext.errors import OptionError, ValidationError
 from sqlext.table import Column
@@ -37,8 +39,6 @@ from sqlext.table import Column
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
 
-#: The row kind of a decoded change event (Flink's short strings: +I, -U, +U, -D).
-ROW_KIND = "_sqlext_row_kind"
 CLASS = "io.sqlext.kafka.ConfluentAvroFrames"
 JAR = "sqlext-kafka.jar"
 #: How long one request to the registry may take (connect and answer).
@@ -85,13 +85,6 @@ def check(fmt: str, options: Mapping[str, str], columns: Sequence[Column], scope
             option=prefix + "url",
         )
     _headers(options, prefix)
-    if scope == "key." and fmt == co.DEBEZIUM_AVRO_CONFLUENT:
-        raise ValidationError(
-            f"The key format '{fmt}' produces a changelog; a key format must be insert-only (as in Flink): use "
-            f"'{co.AVRO_CONFLUENT}' for the key.",
-            option="key.format",
-            value=fmt,
-        )
     reader_schema(fmt, options, columns, prefix)
 
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlext.catalog import changelog_formats
 from sqlext.options import STRING, ConfigOption
 
-AVRO_CONFLUENT, DEBEZIUM_AVRO_CONFLUENT = "avro-confluent", "debezium-avro-confluent"
+AVRO_CONFLUENT, DEBEZIUM_AVRO_CONFLUENT = "avro-confluent", changelog_formats.DEBEZIUM_AVRO_CONFLUENT
 FORMATS = (AVRO_CONFLUENT, DEBEZIUM_AVRO_CONFLUENT)
 USER_INFO, URL, STATIC_TOKEN = "USER_INFO", "URL", "STATIC_TOKEN"
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from sqlext.catalog.changelog_formats import ROW_KIND, is_changelog_format
+from sqlext.catalog.changelog_formats import CHANGELOG_FORMATS, ROW_KIND
 from sqlext.catalog.csv_text import CsvTextForm
 from sqlext.connectors.kafka import confluent
 from sqlext.connectors.kafka import confluent_options as cfo
@@ -88,11 +88,11 @@ class Projection:
 
 def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
     """The table's physical and metadata columns (in declaration order) from raw records; a changelog format's
-    rows also carry their row kind (:data:`sqlext.connectors.kafka.confluent.ROW_KIND`, last)."""
+    rows also carry their row kind (:data:`sqlext.catalog.changelog_formats.ROW_KIND`, last)."""
     from pyspark.sql import functions as F
 
     projection = Projection.of(table)
-    if is_changelog_format(projection.value_format):
+    if projection.value_format in CHANGELOG_FORMATS:
         raw = _changelog_values(raw, table, projection)
     decoded: dict[str, SparkColumn] = {}
     keep: list[SparkColumn] = []
@@ -104,12 +104,10 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
         keep += ok
     names = [(c.name, c) for c in projection.value_columns]
     frame = raw
-    extra: list[SparkColumn] = []
-    if is_changelog_format(projection.value_format):
+    if projection.value_format in CHANGELOG_FORMATS:
         fields = {c.name: F.col(f"`{c.name}`") for c in projection.value_columns}
     elif projection.value_format == cfo.DEBEZIUM_AVRO_CONFLUENT:
         frame, fields = _changes(frame, names, projection.value_options, table)
-        extra.append(F.col(_CHANGE).getField(confluent.ROW_KIND).alias(confluent.ROW_KIND))
     else:
         fields, ok = _decode(projection.value_format, F.col("value"), names, projection.value_options, spark, table)
         keep += ok
@@ -118,7 +116,7 @@ def decode(raw: DataFrame, table: TableDefinition) -> DataFrame:
         frame = frame.where(condition)
     columns = [c for c in table.columns if c.is_physical or c.metadata_key]
     kind = [F.col(ROW_KIND)] if ROW_KIND in frame.columns else []  # a changelog's row kinds
-    return frame.select(*(_output(c, decoded) for c in columns), *kind, *extra)
+    return frame.select(*(_output(c, decoded) for c in columns), *kind)
 
 
 def _changelog_values(raw: DataFrame, table: TableDefinition, projection: Projection) -> DataFrame:
@@ -137,7 +135,7 @@ def _changelog_values(raw: DataFrame, table: TableDefinition, projection: Projec
 def _changes(
     raw: DataFrame, names: Sequence[tuple[str, Column]], options: Mapping[str, str], table: TableDefinition
 ) -> tuple[DataFrame, dict[str, SparkColumn]]:
-    """debezium-avro-confluent: a row per change (a tombstone none), and its columns."""
+    """debezium-avro-confluent: a row per change (a tombstone none) with its row kind, and its columns."""
     from pyspark.sql import functions as F
 
     spark = raw.sparkSession
@@ -147,6 +145,7 @@ def _changes(
     zone = spark.conf.get("spark.sql.session.timeZone") or "UTC"
     rows = confluent.change_rows(record, names, zone, str(table.identifier))
     frame = raw.where(F.col("value").isNotNull()).withColumn(_CHANGE, F.explode(rows))
+    frame = frame.withColumn(ROW_KIND, F.col(_CHANGE).getField(ROW_KIND))
     return frame, {c.name: F.col(_CHANGE).getField(c.name) for _, c in names}
 
 

@@ -104,7 +104,6 @@ class KafkaTableFactory(ConnectorFactory):
                 "read it in batch mode.",
                 option=ko.BOUNDED_MODE.key,
             )
-        _refuse_changelog(table, context.streaming)
         settings = read_settings(table)
         choice = context.spark.conf.get(SOURCE_CONF, "auto") or "auto"
         if choice not in ("auto", "spark", "sqlext"):
@@ -130,25 +129,6 @@ class KafkaTableFactory(ConnectorFactory):
             )
             raw = _own_source(context, settings)
         return decode(raw, table)
-
-
-def _refuse_changelog(table: TableDefinition, streaming: bool) -> None:
-    """debezium-avro-confluent's rows carry update and delete kinds, which sqlext does not yet hand to the
-    changelog sinks (debezium-json & co.): refused before anything runs."""
-    fmt = Projection.of(table).value_format
-    if fmt != cfo.DEBEZIUM_AVRO_CONFLUENT:
-        return
-    why = (
-        "sqlext does not yet carry this format's row kinds into a sink (the debezium-json, canal-json and "
-        "maxwell-json formats' it does)"
-        if streaming
-        else "Flink does not read a changelog source in batch mode"
-    )
-    raise ValidationError(
-        f"Kafka table {table.identifier} has format '{fmt}', a changelog (+I, -U, +U, -D rows): {why}.",
-        option="format",
-        value=fmt,
-    )
 
 
 def read_settings(table: TableDefinition) -> ReadSettings:

@@ -37,7 +37,7 @@ def test_unknown_option_and_bad_credentials_sources_are_refused() -> None:
         validate_table(_table(**base, **{"avro-confluent.basic-auth.credentials-source": "USER_INFO"}))
     with pytest.raises(SqlextError, match="takes USER_INFO or URL"):
         validate_table(_table(**base, **{"avro-confluent.basic-auth.credentials-source": "SASL_INHERIT"}))
-    with pytest.raises(SqlextError, match="key format must be insert-only"):
+    with pytest.raises(SqlextError, match="A key format should only deal with INSERT-only records"):
         validate_table(
             _table(
                 **base,
