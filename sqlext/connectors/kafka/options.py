@@ -27,6 +27,9 @@ FORMATS = (
     "canal-json",
     "maxwell-json",
 )
+#: The formats, as the option descriptions list them (the change-event ones only as values: Flink refuses a
+#: changelog key format).
+VALUE_FORMATS_TEXT = ", ".join(FORMATS[:-1]) + f" or {FORMATS[-1]}"
 EARLIEST, LATEST, GROUP_OFFSETS, TIMESTAMP, SPECIFIC_OFFSETS = (
     "earliest-offset",
     "latest-offset",
@@ -113,13 +116,13 @@ FORMAT = ConfigOption(
     "format",
     enum_type(*FORMATS),
     None,
-    "The format of the record value: json, csv, raw, avro-confluent or debezium-avro-confluent. Same as value.format.",
+    f"The format of the record value: {VALUE_FORMATS_TEXT}. Same as value.format.",
 )
 VALUE_FORMAT = ConfigOption(
     "value.format",
     enum_type(*FORMATS),
     None,
-    "The format of the record value: json, csv, raw, avro-confluent or debezium-avro-confluent.",
+    f"The format of the record value: {VALUE_FORMATS_TEXT}.",
 )
 KEY_FORMAT = ConfigOption(
     "key.format",
