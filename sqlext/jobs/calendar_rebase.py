@@ -16,9 +16,10 @@ planning its query to starting its streaming query (which keeps a copy of the se
 whole life) or to the end of a batch insert; they are unset again afterwards. Spark 4's defaults are
 ``CORRECTED`` already: the pin keeps sqlext's files independent of that default. A key set in the
 session (``SET``, the session builder, ``spark-defaults.conf``) is the user's choice and is kept: e.g.
-``LEGACY`` for a table read only through Hive 2.3. ORC has no such mode (Spark's ORC writer always
-writes hybrid days); ``format("sqlext")`` and ``sqlext compact`` write with pyarrow, which keeps the
-values (and markers) it is given.
+``LEGACY`` for a table read only through Hive 2.3. ORC has no such mode (Spark's ORC writer writes
+hybrid days; ORC's own ``orc.proleptic.gregorian`` is not set: docs/readers.md says why);
+``format("sqlext")`` and ``sqlext compact`` write with pyarrow, which keeps the values (and markers) it is
+given.
 """
 
 from __future__ import annotations
