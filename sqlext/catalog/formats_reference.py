@@ -164,17 +164,27 @@ are; Polars' `hidden_file_prefix` skips file names only), so the glob is `<table
 
 Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_edge_cases`):
 
-- **orc**: Spark's ORC writer stores a `DATE` as a day of the hybrid Julian/Gregorian calendar (Hive's; the
-  file's footer says `JULIAN_GREGORIAN`). Spark and Hive read 1582-10-04 and 0001-01-01 back; Trino and
-  pyarrow's ORC reader (by path; DuckDB 2.0.1 and Polars 2.1.0 read no ORC) ignore the footer and read
-  1582-10-14 and 0000-12-30 (Trino documents this). No Spark setting writes proleptic days into ORC
-  (Spark's rebase settings are for parquet and Avro); dates from 1582-10-15 on read the same everywhere.
+- **orc**: Spark's ORC writer stores a `DATE` and a `TIMESTAMP` in the hybrid Julian/Gregorian calendar
+  (Hive's; the file's footer says `JULIAN_GREGORIAN`). Spark and Hive read 1582-10-04, 0001-01-01
+  and 1000-01-01 back; Trino and pyarrow's ORC reader (by path; DuckDB 2.0.1 and Polars 2.1.0 read no ORC)
+  ignore the footer and read 1582-10-14, 0000-12-30 and 1000-01-06 (Trino documents this), a timestamp's
+  day likewise; pyarrow fails on a timestamp column with a value before 1677-09-21 (it reads ORC
+  timestamps as nanoseconds only). Spark's rebase settings are for parquet and Avro only (ORC's own
+  writer setting `orc.proleptic.gregorian`, which sqlext does not set:
+  [readers.md](readers.md#dates-and-timestamps-before-1582-10-15)).
   A timestamp in the last second before 1970-01-01 00:00:00 UTC with a fraction (1969-12-31 23:59:59.999)
   reads one second late in every reader, Spark's own included: ORC's writer stores it with seconds 0,
   where readers take a second off negative seconds only (ORC-763, ORC-771). Use parquet for such values.
-- **parquet**: dates as proleptic Gregorian days (Spark's default): Spark, Trino and pyarrow read every
-  edge value as written; Hive 2.3.10's SerDe reads the days as hybrid ones (1582-10-04 as 1582-09-24,
-  0001-01-01 as 0001-01-03).
+- **parquet** and **avro**: dates and timestamps as proleptic Gregorian days (Spark's rebase modes
+  `CORRECTED`, set for each insert unless the session sets them): Spark (by path and, for parquet, through
+  the HMS), sqlext's source, Trino and pyarrow (parquet) read every edge value as written; Hive 2.3.10's
+  parquet and Avro SerDes read the days as hybrid ones (1582-10-04 as 1582-09-24, 0001-01-01 as
+  0001-01-03, 1000-01-01 as 0999-12-27), a timestamp's day likewise: so does Spark's SELECT of an avro
+  table in the HMS, which reads through Hive's `AvroSerDe`.
+- Dates and timestamps from 1582-10-15 on read the same everywhere (but ORC's last second before 1970).
+  A day Rome skipped (1582-10-05 to 1582-10-14) reads as 1582-10-15 from ORC, ten days early through
+  Hive 2.3.10's parquet and Avro SerDes. Each reader and version, and the writer choices measured:
+  [readers.md](readers.md#dates-and-timestamps-before-1582-10-15).
 
 Options of the avro and raw formats (Flink's; csv's and json's are Flink's too, see Flink's docs):
 

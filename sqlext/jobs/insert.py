@@ -24,6 +24,9 @@ Session options (``SET 'k' = 'v'``), in Flink's names:
   reads the files it commits for their partitions' ``numRows`` (parquet and orc footers, the lines of csv and
   json files). With ``false`` no file is read for it and ``numRows`` is left out; ``numFiles`` and
   ``totalSize`` come from the listing the commit makes anyway and are still written.
+
+Spark's write rebase modes (dates and timestamps before 1582-10-15 in parquet and avro) are ``CORRECTED``
+for the insert as the session zone is set, unless the session sets them (:mod:`sqlext.jobs.calendar_rebase`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from sqlext.errors import ValidationError
 from sqlext.frames import StatementResult
 from sqlext.io.fs import FileSystem, join, normalize
 from sqlext.io.reach import check_reachable
+from sqlext.jobs.calendar_rebase import corrected_rebase
 from sqlext.jobs.checkpoint import (
     START_OPTION,
     STARTED,
@@ -149,7 +153,7 @@ def execute_insert(session: Any, statement: Any) -> StatementResult:
     # Claimed before the query is planned, confirmed after: the lease's settle wait passes while Spark plans.
     lease = Lease.claim(FileSystem(checkpoint_location), checkpoint_location, query_name)
     try:
-        with session_time_zone(spark, session.options):
+        with session_time_zone(spark, session.options), corrected_rebase(spark):
             return _plan_and_run(session, statement, sink, mode, lease, gather_statistics)
     except BaseException:
         lease.release()

@@ -84,6 +84,20 @@ def test_merged_parquet_keeps_rows_in_file_order_int96_timestamps_and_compressio
     assert len({s.shape for s in sources}) == 1
 
 
+def test_parquet_files_spark_marked_as_rebased_merge_only_with_files_marked_alike(tmp_path: Path) -> None:
+    """A file written with Spark's rebase modes LEGACY (its footer's markers) and one written CORRECTED hold
+    the same schema; merged, one file's dates would read shifted in Spark, so their shapes differ."""
+    fs = FileSystem(tmp_path.as_uri())
+    chunk = _chunks(1, 5)[0]
+    marked = {b"org.apache.spark.legacyDateTime": b"", b"org.apache.spark.legacyINT96": b""}
+    shapes = []
+    for name, metadata in (("legacy", marked), ("legacy-too", marked), ("corrected", {})):
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(chunk.replace_schema_metadata(metadata), path, use_deprecated_int96_timestamps=True)
+        shapes.append(describe_file(fs, _status(path), "parquet").shape)
+    assert shapes[0] == shapes[1] != shapes[2]
+
+
 def test_merged_orc_and_json_keep_rows_in_order(tmp_path: Path) -> None:
     fs = FileSystem(tmp_path.as_uri())
     chunks = _chunks(2, 20)

@@ -7,8 +7,9 @@ test session) with a Hive catalog on the session's metastore.
   ``numRows`` as Trino's statistics;
 - under Hive 3.1 and 4 metastores too: a committed partition is visible to Trino and Spark, statistics right;
 - old partitions after ``ALTER TABLE`` added a column and widened four, by the new columns;
-- the ORC edge cases on which readers disagree (dates before the Gregorian switch, a timestamp in the last
-  second before 1970), read by Spark, Hive's SerDe, Trino and pyarrow.
+- the edge cases on which readers disagree (dates and timestamps before the Gregorian switch, a timestamp in
+  the last second before 1970) in parquet, orc and avro, read by Spark, Hive's SerDes, sqlext's source, Trino
+  and pyarrow.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ from typing import Any
 
 import pytest
 
+from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem import FileSystemTableFactory
 from sqlext.connectors.filesystem.commit_log import CommitLog, State
 from sqlext.connectors.filesystem.sink import FileSystemSink, running_insert
 from sqlext.io.fs import FileSystem
+from sqlext.registry import SourceContext
 from sqlext.sink import InsertPlan
-from sqlext.table import TableDefinition
+from sqlext.table import TableDefinition, TableIdentifier
 from tests.support.extension import extended_session
 from tests.support.interop import FORMATS as MATRIX_FORMATS
 from tests.support.interop import (
@@ -263,36 +267,81 @@ def test_trino_reads_old_partitions_by_the_columns_an_alter_added_and_widened(
         assert sorted(map(tuple, rows)) == [(*row[:1], *row[2:]) for row in [*old, (i, s, Decimal(a), n, note, d)]]
 
 
-# Edge cases on which readers of ORC disagree: dates before the Gregorian calendar began (1582-10-15), and
-# a timestamp in the last second before 1970 (UTC). Written by sqlext (Spark's writers), read by each reader;
-# parquet for contrast.
+# Edge cases on which readers disagree: dates and timestamps before the Gregorian calendar began (1582-10-15),
+# a day of the ten Rome skipped (1582-10-10, which the hybrid calendar has not), and a timestamp in the last
+# second before 1970 (UTC). Written by sqlext (Spark's writers, parquet and avro with Spark's CORRECTED
+# rebase modes: jobs.calendar_rebase), read by each reader. The session's zone is UTC (the shifts below are
+# whole days only there: before 1900 most zones had local mean time offsets).
 EDGE_ROWS = [
     (1, date(1582, 10, 4), datetime(1969, 12, 31, 23, 59, 59, 999000)),
     (2, date(1, 1, 1), datetime(1969, 12, 31, 23, 59, 58, 999000)),
     (3, date(1582, 10, 15), datetime(1970, 1, 1, 0, 0, 0, 1000)),
     (4, date(2026, 1, 2), datetime(2026, 1, 2, 3, 4, 5, 123000)),
+    (5, date(1000, 1, 1), datetime(1000, 1, 1, 12, 0, 0, 1000)),
+    (6, date(1582, 10, 10), datetime(1582, 10, 4, 23, 59, 59, 999000)),
+    (7, date(1582, 10, 15), datetime(1582, 10, 15, 0, 0, 0, 1000)),
+    (8, date(1, 1, 1), datetime(1, 1, 1, 0, 0, 0, 1000)),
 ]
 WRITTEN = [(i, d.isoformat(), ts.isoformat(" ", "milliseconds")) for i, d, ts in EDGE_ROWS]
-#: Readers of a date in the hybrid calendar's days as if they were proleptic Gregorian days.
-PROLEPTIC_READERS = ("trino", "pyarrow")
+#: A proleptic Gregorian day (as parquet and avro hold it) read as a day of the hybrid Julian/Gregorian
+#: calendar: by Hive 2.3.10's parquet and Avro SerDes.
+AS_HYBRID = {
+    "0001-01-01": "0001-01-03",
+    "1000-01-01": "0999-12-27",
+    "1582-10-04": "1582-09-24",
+    "1582-10-10": "1582-09-30",
+}
+#: A hybrid day (as Spark's ORC writer stores it) read as a proleptic one: by Trino and pyarrow. 1582-10-10 is
+#: no hybrid day: Spark's writer stores it as 1582-10-15, which every reader reads.
+AS_PROLEPTIC = {
+    "0001-01-01": "0000-12-30",
+    "1000-01-01": "1000-01-06",
+    "1582-10-04": "1582-10-14",
+    "1582-10-10": "1582-10-15",
+}
+SKIPPED_DAY = {"1582-10-10": "1582-10-15"}
+#: Per format, the readers of each (``spark``: Spark SQL on the HMS table; ``hive-serde``: Spark with
+#: ``convertMetastoreParquet/Orc=false``; ``spark-avro``: Spark's Avro reader by path, as an avro table of
+#: Spark's own; ``sqlext``: sqlext's source; ``pyarrow``: by path). Spark reads an avro table in the HMS
+#: through Hive's AvroSerDe (Spark has no convertMetastoreAvro).
+EDGE_READERS = {
+    "parquet": ("spark", "hive-serde", "sqlext", "trino", "pyarrow"),
+    "orc": ("spark", "hive-serde", "sqlext", "trino", "pyarrow"),
+    "avro": ("spark", "spark-avro", "sqlext", "trino"),
+}
 
 
-def _expected(fmt: str, reader: str) -> list[tuple[int, str, str]]:
-    """What ``reader`` reads of :data:`EDGE_ROWS` written in ``fmt``. Parquet: what was written (dates as
-    proleptic Gregorian days, Spark's default, which Hive 3.1+ read too), but by Hive 2.3.10's SerDe, which
-    reads them as days of the hybrid Julian/Gregorian calendar. ORC:
-    - every reader, Spark's own reads included, reads the timestamp 1969-12-31 23:59:59.999 a second late:
-      ORC's writer stores seconds and nanoseconds such that readers take a second off negative seconds, and
-      a time in (-1 s, 0) is stored with seconds 0 (ORC-763, ORC-771), so no reader can tell;
-    - ORC's DATE holds days of the hybrid Julian/Gregorian calendar (Hive's; Spark rebases to it, and the
-      file's footer declares it), which Trino and pyarrow read as proleptic Gregorian days."""
-    rows = {id_: [day, stamp] for id_, day, stamp in WRITTEN}
-    if fmt == "parquet" and reader == "hive-serde":
-        rows[1][0], rows[2][0] = "1582-09-24", "0001-01-03"
+def _on_day(text: str | None, days: dict[str, str]) -> str | None:
+    return None if text is None else days.get(text[:10], text[:10]) + text[10:]
+
+
+def _expected(fmt: str, reader: str) -> list[tuple[int, str | None, str | None]]:
+    """What ``reader`` (Spark 4.3.0 with Hive 2.3.10's SerDes, Trino 476, pyarrow 26) reads of
+    :data:`EDGE_ROWS` written in ``fmt``.
+
+    - parquet and avro hold proleptic Gregorian days and microseconds (Spark's ``CORRECTED``): every reader
+      reads them as written, but Hive 2.3.10's SerDes (parquet's, and avro's, which is Spark's own read of
+      an avro table through the HMS), which read them as hybrid days (:data:`AS_HYBRID`), the timestamps'
+      days too. ``LEGACY`` would serve those and shift the same values for Trino and pyarrow
+      (docs/readers.md).
+    - ORC's DATE and TIMESTAMP hold hybrid days (Hive's; Spark rebases to it, and the file's footer declares
+      it; Spark has no rebase mode for ORC), which Trino and pyarrow read as proleptic days
+      (:data:`AS_PROLEPTIC`). pyarrow reads an ORC timestamp only as nanoseconds: a column with one before
+      1677-09-21 fails to read (ArrowInvalid), so its values are None here. Every reader, Spark's own reads
+      included, reads the timestamp 1969-12-31 23:59:59.999 a second late: ORC's writer stores seconds and
+      nanoseconds such that readers take a second off negative seconds, and a time in (-1 s, 0) is stored
+      with seconds 0 (ORC-763, ORC-771), so no reader can tell."""
+    days: dict[str, str] = {}
+    if (fmt, reader) in (("parquet", "hive-serde"), ("avro", "spark")):
+        days = AS_HYBRID
+    elif fmt == "orc":
+        days = AS_PROLEPTIC if reader in ("trino", "pyarrow") else SKIPPED_DAY
+    rows = {id_: [_on_day(day, days), _on_day(stamp, days)] for id_, day, stamp in WRITTEN}
     if fmt == "orc":
         rows[1][1] = "1970-01-01 00:00:00.999"
-        if reader in PROLEPTIC_READERS:
-            rows[1][0], rows[2][0] = "1582-10-14", "0000-12-30"
+        if reader == "pyarrow":
+            for row in rows.values():
+                row[1] = None
     return [(id_, day, stamp) for id_, (day, stamp) in sorted(rows.items())]
 
 
@@ -319,31 +368,62 @@ def _data_files(directory: Path) -> list[Path]:
 
 
 def _read_by_pyarrow(fmt: str, directory: Path) -> list[tuple[Any, ...]]:
+    """parquet's INT96 timestamps at microseconds (as nanoseconds, years before 1677 wrap); an ORC
+    timestamp column that pyarrow cannot read (only as nanoseconds) as None."""
     import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as pq
 
-    read = orc.read_table if fmt == "orc" else pq.read_table
-    table = pa.concat_tables([read(f) for f in _data_files(directory)]).sort_by("id")
+    def read(columns: list[str]) -> Any:
+        files = _data_files(directory)
+        if fmt == "orc":
+            return pa.concat_tables([orc.read_table(f, columns=columns) for f in files])
+        return pa.concat_tables([pq.read_table(f, columns=columns, coerce_int96_timestamp_unit="us") for f in files])
+
+    table = read(["id", "d"])
+    try:
+        stamps = read(["ts"])["ts"].cast(pa.string()).to_pylist()
+    except pa.ArrowInvalid:
+        assert fmt == "orc"
+        stamps = [None] * len(table)
+    table = table.append_column("ts", pa.array(stamps, pa.string())).sort_by("id")
     texts = [table[c].cast(pa.string()).to_pylist() for c in ("d", "ts")]
     return list(zip(table["id"].to_pylist(), *texts, strict=True))
 
 
-def _read_edges(spark: Any, trino: TrinoServer, fmt: str, table: str, directory: Path) -> dict[str, list[Any]]:
-    """Each reader's (id, date text, timestamp text) rows, timestamps cut to milliseconds."""
+def _read_by_sqlext(spark: Any, hms: MetastoreClient, table: str) -> list[tuple[Any, ...]]:
+    database, name = table.split(".")
+    definition = Catalog(hms).get_table(TableIdentifier(database, name))
+    frame = FileSystemTableFactory().create_source(SourceContext(spark, definition, streaming=False))
+    return [tuple(row) for row in frame.selectExpr("id", "CAST(d AS STRING)", "CAST(ts AS STRING)").collect()]
+
+
+def _read_edges(
+    spark: Any, trino: TrinoServer, hms: MetastoreClient, fmt: str, table: str, directory: Path
+) -> dict[str, list[Any]]:
+    """Each reader's (id, date text, timestamp text) rows (:data:`EDGE_READERS`), timestamps cut to
+    milliseconds."""
     seen: dict[str, list[Any]] = {}
     select = f"SELECT id, CAST(d AS STRING), CAST(ts AS STRING) FROM {table} ORDER BY id"
-    convert = f"spark.sql.hive.convertMetastore{fmt.capitalize()}"
-    for reader, native in (("spark", "true"), ("hive-serde", "false")):
-        spark.conf.set(convert, native)
-        try:
-            spark.catalog.refreshTable(table)
-            seen[reader] = [tuple(row) for row in spark_own_sql(spark)(select).collect()]
-        finally:
-            spark.conf.unset(convert)
+    if fmt == "avro":
+        seen["spark"] = [tuple(row) for row in spark_own_sql(spark)(select).collect()]
+        files = spark.read.format("avro").load(str(directory))
+        seen["spark-avro"] = [
+            tuple(r) for r in files.selectExpr("id", "CAST(d AS STRING)", "CAST(ts AS STRING)").collect()
+        ]
+    else:
+        convert = f"spark.sql.hive.convertMetastore{fmt.capitalize()}"
+        for reader, native in (("spark", "true"), ("hive-serde", "false")):
+            spark.conf.set(convert, native)
+            try:
+                spark.catalog.refreshTable(table)
+                seen[reader] = [tuple(row) for row in spark_own_sql(spark)(select).collect()]
+            finally:
+                spark.conf.unset(convert)
+        seen["pyarrow"] = _read_by_pyarrow(fmt, directory)
+    seen["sqlext"] = _read_by_sqlext(spark, hms, table)
     seen["trino"] = trino.query(f"SELECT id, CAST(d AS VARCHAR), CAST(ts AS VARCHAR) FROM {table} ORDER BY id")
-    seen["pyarrow"] = _read_by_pyarrow(fmt, directory)
-    return {reader: [(i, d, ts[:23]) for i, d, ts in rows] for reader, rows in seen.items()}
+    return {reader: sorted((i, d, ts and ts[:23]) for i, d, ts in rows) for reader, rows in seen.items()}
 
 
 def _orc_calendar(spark: Any, file: Path) -> str:
@@ -358,9 +438,9 @@ def _orc_calendar(spark: Any, file: Path) -> str:
         reader.close()
 
 
-@pytest.mark.parametrize("fmt", ["orc", "parquet"])
+@pytest.mark.parametrize("fmt", ["orc", "parquet", "avro"])
 def test_each_reader_of_the_date_and_timestamp_edge_cases(
-    edge_source: str, spark: Any, trino: TrinoServer, tmp_path: Path, fmt: str
+    edge_source: str, spark: Any, trino: TrinoServer, hms: MetastoreClient, tmp_path: Path, fmt: str
 ) -> None:
     table, path = f"{DB}.edge_{fmt}", tmp_path / "edge"
     spark.sql(
@@ -369,9 +449,15 @@ def test_each_reader_of_the_date_and_timestamp_edge_cases(
     )
     _insert_batch(spark, f"INSERT INTO {table} SELECT id, d, ts, 'x' FROM {edge_source}")
 
-    seen = _read_edges(spark, trino, fmt, table, path)
+    seen = _read_edges(spark, trino, hms, fmt, table, path)
     report = "\n".join(f"{reader}: {rows}" for reader, rows in seen.items())
-    assert {reader: _expected(fmt, reader) for reader in seen} == seen, report
+    assert {reader: _expected(fmt, reader) for reader in EDGE_READERS[fmt]} == seen, report
+    [file] = _data_files(path)
     if fmt == "orc":
-        [file] = _data_files(path)
         assert _orc_calendar(spark, file) == "JULIAN_GREGORIAN"
+    if fmt == "parquet":  # INT96 (what Hive 2.3's SerDe reads; it fails on TIMESTAMP_MICROS), not rebased
+        import pyarrow.parquet as pq
+
+        footer = pq.ParquetFile(file)
+        assert footer.schema.column(2).physical_type == "INT96"
+        assert not {b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96"} & set(footer.metadata.metadata)

@@ -49,8 +49,17 @@ def describe_file(fs: FileSystem, status: FileStatus, file_format: str) -> Sourc
     return SourceFile(status, None, "")
 
 
+#: The footer keys with which Spark marks a parquet file's dates / INT96 timestamps as rebased to the hybrid
+#: calendar (written with the session's rebase modes ``LEGACY``; see :mod:`sqlext.jobs.calendar_rebase`). A
+#: merged file keeps the first file's keys (pyarrow writes the values as they are), so files merge only with
+#: files marked alike: Spark would read the others' dates before 1582-10-15 shifted.
+SPARK_LEGACY_MARKERS = (b"org.apache.spark.legacyDateTime", b"org.apache.spark.legacyINT96")
+
+
 def _parquet_shape(parquet: Any) -> str:
-    return f"{parquet.schema_arrow.remove_metadata()}|int96={_has_int96(parquet)}|{_parquet_codec(parquet)}"
+    schema = parquet.schema_arrow
+    markers = [key.decode() for key in SPARK_LEGACY_MARKERS if key in (schema.metadata or {})]
+    return f"{schema.remove_metadata()}|int96={_has_int96(parquet)}|{_parquet_codec(parquet)}|{','.join(markers)}"
 
 
 def _has_int96(parquet: Any) -> bool:
