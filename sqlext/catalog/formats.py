@@ -8,7 +8,8 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **parquet**: Spark's writer with ``spark.sql.parquet.writeLegacyFormat=true`` (Hive's layout: decimals
   as fixed-length byte arrays, lists and maps as Hive 2 reads them) and INT96 timestamps, given per
   write (never the session's setting). pyarrow rewrites keep the layout of the files they merge.
-- **orc**: Spark's orc writer, as is.
+- **orc**: Spark's orc writer, as is. Parquet's and orc's format options reach the writer under their
+  Hadoop keys (``'orc.compress' = 'ZLIB'`` as ``orc.compress``), as Flink passes them.
 - **csv**: text in Hive's ``LazySimpleSerDe`` form (:mod:`sqlext.catalog.csv_text`).
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
   SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
@@ -111,7 +112,7 @@ def prepare_write(
 
         return event_lines(fmt, json_write_options(format_options), rows, keys)
     if fmt == "parquet":
-        return rows, "parquet", {**format_options, **PARQUET_WRITE_OPTIONS}
+        return rows, "parquet", {**hadoop_keys(fmt, format_options), **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":
         from pyspark.sql import functions as F
 
@@ -127,7 +128,14 @@ def prepare_write(
                 *(utc_text(rows[f"`{c}`"], pattern).alias(c) if c in ltz else f"`{c}`" for c in rows.columns)
             )
         return rows, "json", options
-    return rows, fmt, dict(format_options)
+    return rows, fmt, hadoop_keys(fmt, format_options)
+
+
+def hadoop_keys(fmt: str, format_options: Mapping[str, str]) -> dict[str, str]:
+    """A parquet or orc table's format options as the writer's Hadoop keys, prefix kept (``orc.compress``,
+    ``parquet.block.size``): Flink hands them to the format's writer so, and Spark's writer reads them from the
+    write options the same way (its own ``compression`` aside)."""
+    return {f"{fmt}.{key}": value for key, value in format_options.items()}
 
 
 def json_write_options(format_options: Mapping[str, str]) -> dict[str, str]:

@@ -112,6 +112,7 @@ def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: M
             f"keys are: {', '.join(sink.partition_keys) or '(none)'}."
         )
     targets = [c for c in sink.physical_columns if c.name.lower() not in static]
+    rows = _unique_names(rows)
     kind = [F.col(ROW_KIND)] if ROW_KIND in rows.columns else []  # a changelog's row kinds, kept last
     rows_columns = [name for name in rows.columns if name != ROW_KIND]
     if len(rows_columns) != len(targets):
@@ -126,6 +127,16 @@ def conform_to_sink(rows: DataFrame, sink: TableDefinition, static_partitions: M
         value = F.lit(static[key]) if key in static else F.col(f"`{by_position[key]}`")
         selected.append(value.cast(spark_type(column.type)).alias(column.name))
     return rows.select(*selected, *kind)
+
+
+def _unique_names(rows: DataFrame) -> DataFrame:
+    """``rows`` with its columns renamed by position when two share a name (``SELECT id, CAST(id AS STRING)``:
+    Spark names both ``id``), so each can be taken by its name; as it was otherwise (a streaming query's plan,
+    which its checkpoint was started with, stays the same)."""
+    lowered = [name.lower() for name in rows.columns]
+    if len(set(lowered)) == len(lowered):
+        return rows
+    return rows.toDF(*(name if name == ROW_KIND else f"_sqlext_column_{i}" for i, name in enumerate(rows.columns)))
 
 
 def execute_insert(session: Any, statement: Any) -> StatementResult:
