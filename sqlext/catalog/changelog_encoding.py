@@ -1,6 +1,7 @@
 """A changelog written as change events, as Flink 2.3's serialization schemas write them (checked against
 Flink's own output, ``tests/connectors/changelog/test_flink_changelog.py``): Flink cannot pair a ``-U`` with
-its ``+U``, so an update is written as a delete of the old row and an insert of the new one.
+its ``+U``, so an update is written as a delete of the old row and an insert of the new one. The events hold
+only these fields (Flink's write no source, timestamps or ids):
 
 - ``debezium-json``: ``{"before":null,"after":{row},"op":"c"}`` for ``+I`` and ``+U``,
   ``{"before":{row},"after":null,"op":"d"}`` for ``-U`` and ``-D``;

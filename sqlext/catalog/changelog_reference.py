@@ -59,11 +59,15 @@ is committed; the insert stops, and a restart fails on the same message. With
 `<format>.ignore-parse-errors` = `true` such messages are skipped (Flink's too).
 
 **Sinks.** A changelog can be written only into a sink that encodes changes: a filesystem table of format
-`debezium-json`, `canal-json` or `maxwell-json`, which writes what Flink writes (verified on the same input,
-`tests/connectors/changelog/test_flink_changelog.py`): Flink cannot pair a `-U` with its `+U`, so it writes
-`{"before":null,"after":{...},"op":"c"}` for `+I` and `+U` and `{"before":{...},"after":null,"op":"d"}` for
-`-U` and `-D` (canal: `{"data":[{...}],"type":"INSERT"}` / `"DELETE"`, maxwell: `{"data":{...},"type":"insert"}`
-/ `"delete"`). An insert-only query into such a sink writes every row as an insert. Before anything runs:
+`debezium-json`, `canal-json` or `maxwell-json`, which writes what Flink writes, line for line (each of the
+three verified against Flink 2.3 on the same input, NULL fields with and without
+`<format>.encode.ignore-null-fields` too, `tests/connectors/changelog/test_flink_changelog.py`): Flink cannot
+pair a `-U` with its `+U`, so it writes `{"before":null,"after":{...},"op":"c"}` for `+I` and `+U` and
+`{"before":{...},"after":null,"op":"d"}` for `-U` and `-D` (canal: `{"data":[{...}],"type":"INSERT"}` /
+`"DELETE"`, maxwell: `{"data":{...},"type":"insert"}` / `"delete"`). As Flink's, the events hold only these
+fields: no `source` or `ts_ms` (debezium), no `database`, `table`, `ts`, `es`, `id`, `old` or `pkNames` (canal),
+no `database`, `table`, `ts`, `xid` or `old` (maxwell); values are json values (numbers as numbers, not canal's
+strings). An insert-only query into such a sink writes every row as an insert. Before anything runs:
 
 - an insert-only sink (json, csv, parquet, orc, avro, raw, and the other connectors' sinks) fed by a changelog
   query, filtered or not, is refused with Flink's reason: `Table sink 'db.out' doesn't support consuming update

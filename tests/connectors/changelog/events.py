@@ -71,6 +71,26 @@ FLINK_DEBEZIUM_SINK = [
     '{"before":{"id":2,"name":"b","price":2.5},"after":null,"op":"d"}',
 ]
 
+#: What Flink 2.3's canal-json and maxwell-json filesystem sinks wrote for ``INSERT INTO sink SELECT * FROM`` the
+#: debezium file: only ``data`` and ``type`` (Flink's serializers write no ``database``, ``table``, ``ts``, ``es``,
+#: ``id``, ``xid`` or ``old``, so nothing differs run to run), an update as a delete and an insert.
+FLINK_CANAL_SINK = [
+    '{"data":[{"id":1,"name":"a","price":1.5}],"type":"INSERT"}',
+    '{"data":[{"id":2,"name":"b","price":2.5}],"type":"INSERT"}',
+    '{"data":[{"id":1,"name":"a","price":1.5}],"type":"DELETE"}',
+    '{"data":[{"id":1,"name":"a2","price":3.5}],"type":"INSERT"}',
+    '{"data":[{"id":2,"name":"b","price":2.5}],"type":"DELETE"}',
+]
+FLINK_MAXWELL_SINK = [
+    '{"data":{"id":1,"name":"a","price":1.5},"type":"insert"}',
+    '{"data":{"id":2,"name":"b","price":2.5},"type":"insert"}',
+    '{"data":{"id":1,"name":"a","price":1.5},"type":"delete"}',
+    '{"data":{"id":1,"name":"a2","price":3.5},"type":"insert"}',
+    '{"data":{"id":2,"name":"b","price":2.5},"type":"delete"}',
+]
+#: Each change-event sink format's lines for the debezium file.
+FLINK_SINK = {"debezium-json": FLINK_DEBEZIUM_SINK, "canal-json": FLINK_CANAL_SINK, "maxwell-json": FLINK_MAXWELL_SINK}
+
 
 def write(directory: Path, lines: list[str]) -> Path:
     """``lines`` as the one file of ``directory``; the directory."""

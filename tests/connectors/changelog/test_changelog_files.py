@@ -1,7 +1,7 @@
 """Change-event files (debezium-json, canal-json, maxwell-json) through sqlext's filesystem source and sink:
 rows and row kinds as Flink 2.3 read them from the same files (:mod:`.events`), bad messages failing naming
-table and file (or skipped), the debezium-json sink writing what Flink's writes, and the inserts Flink
-refuses refused before anything runs."""
+table and file (or skipped), the debezium-json, canal-json and maxwell-json sinks writing what Flink's write,
+and the inserts Flink refuses refused before anything runs."""
 
 from __future__ import annotations
 
@@ -101,19 +101,23 @@ def _insert(spark: Any, sql: str) -> None:
     assert running.error is None, running.error
 
 
-def test_a_debezium_sink_writes_what_flinks_writes(spark: Any, session: Path) -> None:
+def _written(target: Path) -> list[str]:
+    return [line for f in sorted(target.glob("part-*")) for line in f.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("sink_format", sorted(events.FLINK_SINK))
+def test_a_change_event_sink_writes_what_flinks_writes(spark: Any, session: Path, sink_format: str) -> None:
+    name = sink_format.replace("-", "_")
     source = events.write(session / "sink_src", events.DEBEZIUM)
     _create(spark, "sink_src", "debezium-json", source)
-    target = session / "sink_out"
-    _create(spark, "sink_out", "debezium-json", target)
+    target = session / f"sink_out_{name}"
+    _create(spark, "sink_out", sink_format, target)
     _insert(spark, f"INSERT INTO {DB}.sink_out SELECT * FROM {DB}.sink_src")
-    written = [line for f in sorted(target.glob("part-*")) for line in f.read_text().splitlines()]
-    assert written == events.FLINK_DEBEZIUM_SINK
-    projected = session / "sink_projected"
-    _create(spark, "sink_projected", "debezium-json", projected)
+    assert _written(target) == events.FLINK_SINK[sink_format]
+    projected = session / f"sink_projected_{name}"
+    _create(spark, "sink_projected", sink_format, projected)
     _insert(spark, f"INSERT INTO {DB}.sink_projected SELECT id, name, price FROM {DB}.sink_src WHERE id = 2")
-    written = [line for f in sorted(projected.glob("part-*")) for line in f.read_text().splitlines()]
-    assert written == [events.FLINK_DEBEZIUM_SINK[1], events.FLINK_DEBEZIUM_SINK[4]]
+    assert _written(projected) == [events.FLINK_SINK[sink_format][1], events.FLINK_SINK[sink_format][4]]
 
 
 @pytest.mark.parametrize("sink_format", ["json", "csv", "parquet"])

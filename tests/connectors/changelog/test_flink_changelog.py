@@ -1,6 +1,7 @@
 """Change-event formats against Flink 2.3 itself on the same files with the same DDL: the rows and row kinds
-each format reads, a debezium-json sink's files, and the INSERTs Flink refuses (an insert-only sink fed by a
-changelog, filtered or not; a changelog source in batch mode), each refused by sqlext with Flink's reason."""
+each format reads, the files of a debezium-json, canal-json and maxwell-json sink (NULL fields too), and the
+INSERTs Flink refuses (an insert-only sink fed by a changelog, filtered or not; a changelog source in batch
+mode), each refused by sqlext with Flink's reason."""
 
 from __future__ import annotations
 
@@ -48,22 +49,49 @@ def _lines(directory: Path) -> list[str]:
     return [line for p in files if "_sqlext" not in p.parts for line in p.read_text().splitlines()]
 
 
-def test_a_debezium_sink_writes_flinks_files(flink: Flink, spark: Any, session: Path) -> None:
-    source = events.write(session / "src", events.DEBEZIUM)
-    flink_out, sqlext_out = session / "flink_out", session / "sqlext_out"
+def _insert(
+    flink: Flink, spark: Any, source: Path, sink_format: str, out: Path, options: str = ""
+) -> tuple[list[str], list[str]]:
+    """``INSERT INTO`` a ``sink_format`` table of the debezium file ``source``, in Flink and in sqlext: the lines
+    each wrote, Flink's and sqlext's (``out/flink``, ``out/sqlext``)."""
+    flink_out, sqlext_out = out / "flink", out / "sqlext"
     flink.run(
         [
             events.ddl("src", "debezium-json", source),
-            events.ddl("snk", "debezium-json", flink_out),
+            events.ddl("snk", sink_format, flink_out, options=options),
             "INSERT INTO snk SELECT * FROM src",
         ]
     )
+    for table in ("src", "snk"):
+        spark.sql(f"DROP TABLE IF EXISTS {DB}.{table}")
     spark.sql(events.ddl(f"{DB}.src", "debezium-json", source))
-    spark.sql(events.ddl(f"{DB}.snk", "debezium-json", sqlext_out))
+    spark.sql(events.ddl(f"{DB}.snk", sink_format, sqlext_out, options=options))
     [row] = spark.sql(f"INSERT INTO {DB}.snk SELECT * FROM {DB}.src").collect()
     running = running_insert(row.job_id)
     assert running is not None and running.finished.wait(180) and running.error is None
-    assert _lines(sqlext_out) == _lines(flink_out) == events.FLINK_DEBEZIUM_SINK
+    return _lines(flink_out), _lines(sqlext_out)
+
+
+@pytest.mark.parametrize("sink_format", sorted(events.FLINK_SINK))
+def test_a_change_event_sink_writes_flinks_files(flink: Flink, spark: Any, session: Path, sink_format: str) -> None:
+    # Flink's canal-json and maxwell-json serializers write only data and type (no ts, es, id, xid: nothing
+    # that differs run to run), so the lines are compared whole, as text.
+    source = events.write(session / "src", events.DEBEZIUM)
+    flink_lines, sqlext_lines = _insert(flink, spark, source, sink_format, session / f"out_{sink_format}")
+    assert sqlext_lines == flink_lines == events.FLINK_SINK[sink_format]
+
+
+@pytest.mark.parametrize("ignore_nulls", ["false", "true"])
+@pytest.mark.parametrize("sink_format", sorted(events.FLINK_SINK))
+def test_a_null_field_is_written_as_flink_writes_it(
+    flink: Flink, spark: Any, session: Path, sink_format: str, ignore_nulls: str
+) -> None:
+    source = events.write(session / "null_src", ['{"before":null,"after":{"id":1,"name":null,"price":1.5},"op":"c"}'])
+    options = f", '{sink_format}.encode.ignore-null-fields' = '{ignore_nulls}'"
+    out = session / f"null_{sink_format}_{ignore_nulls}"
+    flink_lines, sqlext_lines = _insert(flink, spark, source, sink_format, out, options)
+    assert sqlext_lines == flink_lines and len(flink_lines) == 1
+    assert ('"name":null' in flink_lines[0]) == (ignore_nulls == "false")
 
 
 @pytest.mark.parametrize(
