@@ -25,8 +25,10 @@ partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -38,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from thrift.transport import TSocket
 
 from bench.common import metastore, print_table, scratch_dir, spark_session, write_result
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert
@@ -50,6 +53,8 @@ from sqlext.table import TableDefinition
 BACKFILL_START = datetime(2010, 1, 1)
 #: Partitions registered per metastore call while the table grows.
 GROW_CHUNK = 500
+#: Hard links made of one sample file before a fresh one is written: ext4 allows 65,000 links per inode.
+LINKS_PER_SAMPLE = 60_000
 #: The growing client's patience: on a loaded machine the embedded Derby metastore takes minutes for a chunk.
 GROW_RETRY = RetryPolicy(deadline_s=1800, socket_timeout_s=900)
 
@@ -60,6 +65,13 @@ class CallCounter(listeners.InsertListener):
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.commit_s: dict[int, float] = {}
+        #: Bytes sqlext's metastore sockets sent and received (``sent``, ``received``).
+        self.bytes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count_bytes(self, direction: str, count: int) -> None:
+        with self._lock:
+            self.bytes[direction] += count
 
     def metastore_call(self, call: str, outcome: str, seconds: float) -> None:
         self.calls[call] += 1
@@ -74,11 +86,26 @@ class CallCounter(listeners.InsertListener):
 
 @contextmanager
 def counting() -> Iterator[CallCounter]:
+    """A :class:`CallCounter` listening meanwhile, and counting the bytes of every Thrift socket of this process
+    (the metastore client's, under its buffered transport)."""
     counter = CallCounter()
+    read, write = TSocket.TSocket.read, TSocket.TSocket.write
+
+    def counted_read(sock: TSocket.TSocket, size: int) -> bytes:
+        received = read(sock, size)
+        counter.count_bytes("received", len(received))
+        return received
+
+    def counted_write(sock: TSocket.TSocket, buffer: bytes) -> None:
+        write(sock, buffer)
+        counter.count_bytes("sent", len(buffer))
+
     listeners.add_listener(counter)
+    TSocket.TSocket.read, TSocket.TSocket.write = counted_read, counted_write
     try:
         yield counter
     finally:
+        TSocket.TSocket.read, TSocket.TSocket.write = read, write
         listeners.remove_listener(counter)
 
 
@@ -87,13 +114,22 @@ def _hour_spec(index: int) -> tuple[str, str]:
     return at.strftime("%Y-%m-%d"), at.strftime("%H")
 
 
+def _samples(stem: Path) -> Iterator[Path]:
+    """Fresh copies of the one-row sample file that every backfilled data file is a hard link of."""
+    for number in itertools.count():
+        sample = stem.with_name(f"{stem.name}-{number}.parquet")
+        pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
+        yield sample
+
+
 def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size: int, files: int) -> None:
     """``size`` backfilled partitions of ``files`` files each, on disk and in the metastore."""
     from hmsclient.genthrift.hive_metastore import ttypes
 
-    sample = table_dir.parent / f"{table_dir.name}-sample.parquet"
-    pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
+    samples = _samples(table_dir.parent / f"{table_dir.name}-sample")
+    sample = next(samples)
     file_bytes = sample.stat().st_size
+    links = 0
     hms_table = client.get_table(table.identifier.database, table.identifier.name)
     assert hms_table is not None
     chunk: list[Any] = []
@@ -102,7 +138,10 @@ def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size:
         directory = table_dir / f"dt={dt}" / f"hr={hr}"
         directory.mkdir(parents=True)
         for number in range(files):
+            if links == LINKS_PER_SAMPLE:
+                sample, links = next(samples), 0
             os.link(sample, directory / f"part-{number:05d}.parquet")
+            links += 1
         (directory / "_SUCCESS").touch()
         descriptor = ttypes.StorageDescriptor(**vars(hms_table.sd))
         descriptor.location = directory.as_uri()
@@ -124,14 +163,19 @@ def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size:
 
 def _timed(action: Callable[[], Any], repeats: int) -> dict[str, Any]:
     """Median seconds and metastore calls of ``action`` over ``repeats`` runs."""
-    seconds, calls = [], []
+    seconds, calls, transferred = [], [], []
     for _ in range(repeats):
         with counting() as counter:
             started = time.perf_counter()
             action()
             seconds.append(time.perf_counter() - started)
             calls.append(sum(counter.calls.values()))
-    return {"s": statistics.median(seconds), "metastore_calls": statistics.median(calls)}
+            transferred.append(sum(counter.bytes.values()))
+    return {
+        "s": statistics.median(seconds),
+        "metastore_calls": statistics.median(calls),
+        "metastore_bytes": statistics.median(transferred),
+    }
 
 
 def _rss_mb(pid: int) -> float:
@@ -143,6 +187,10 @@ def _rss_mb(pid: int) -> float:
 
 def _dir_bytes(directory: Path) -> int:
     return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()) if directory.exists() else 0
+
+
+def _dir_files(directory: Path) -> int:
+    return sum(1 for path in directory.rglob("*") if path.is_file()) if directory.exists() else 0
 
 
 def steady_insert(
@@ -166,9 +214,13 @@ def steady_insert(
         # All the insert's calls, its start and end of input included: what must not grow with the table.
         "metastore_calls_per_batch": sum(counter.calls.values()) / batches,
         "metastore_calls": dict(counter.calls),
+        "metastore_bytes_per_batch": sum(counter.bytes.values()) / batches,
+        "metastore_bytes": dict(counter.bytes),
         "driver_python_rss_mb": _rss_mb(os.getpid()),
         "driver_jvm_rss_mb": _rss_mb(spark.sparkContext._gateway.proc.pid),
         "commit_log_bytes": _dir_bytes(table_dir / "_sqlext" / "log"),
+        "commit_log_files": _dir_files(table_dir / "_sqlext" / "log"),
+        "commit_log_archive_bytes": _dir_bytes(table_dir / "_sqlext" / "archive"),
     }
 
 
@@ -253,14 +305,18 @@ def report(results: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     figures = {
         "batch commit s": lambda r: r["insert"]["commit_s"],
         "metastore calls per batch": lambda r: r["insert"]["metastore_calls_per_batch"],
+        "metastore bytes per batch": lambda r: r["insert"]["metastore_bytes_per_batch"],
         "driver JVM RSS MB": lambda r: r["insert"]["driver_jvm_rss_mb"],
         "driver Python RSS MB": lambda r: r["insert"]["driver_python_rss_mb"],
         "commit log bytes": lambda r: r["insert"]["commit_log_bytes"],
+        "commit log files": lambda r: r["insert"]["commit_log_files"],
         "status s": lambda r: r["commands"]["status"]["s"],
         "commits s": lambda r: r["commands"]["commits"]["s"],
         "streaming read poll s": lambda r: r["commands"]["streaming_read_poll"]["s"],
         "streaming read poll metastore calls": lambda r: r["commands"]["streaming_read_poll"]["metastore_calls"],
+        "streaming read poll metastore bytes": lambda r: r["commands"]["streaming_read_poll"]["metastore_bytes"],
         "expiry scan s": lambda r: r["commands"]["expiry_scan"]["s"],
+        "expiry scan metastore bytes": lambda r: r["commands"]["expiry_scan"]["metastore_bytes"],
         "compact one partition s": lambda r: r["commands"]["compact_one_partition"]["s"],
     }
     sizes = sorted(results)
