@@ -14,6 +14,7 @@ from hmsclient.genthrift.hive_metastore import ttypes
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.compaction.command import chosen_partitions, matching_partitions
 from sqlext.connectors.filesystem.expiration import PartitionExpirer
 from sqlext.connectors.filesystem.extractor import DefaultPartitionTimeExtractor, PartitionTimeExtractor
 from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset, unread_names
@@ -243,3 +244,38 @@ def test_the_expiry_scan_extracts_each_partition_time_once_per_process(
     # the later one only the partitions it fetched.
     assert extracted_first == HOURS + 2
     assert len(CountingExtractor.extracted) - extracted_first == 3
+
+
+class Listing:
+    """The session's real client, recording whether the table's partitions were listed."""
+
+    def __init__(self, client: MetastoreClient) -> None:
+        self.client = client
+        self.listed = 0
+
+    def get_partition_names(self, database: str, table: str) -> list[str]:
+        self.listed += 1
+        return self.client.get_partition_names(database, table)
+
+    def get_partitions_by_names(self, database: str, table: str, names: Sequence[str]) -> list[Any]:
+        return self.client.get_partitions_by_names(database, table, names)
+
+
+@pytest.mark.parametrize(
+    ("filters", "lists"),
+    [
+        (["dt=2026-01-02", "hr=03", "hr=05", "hr=99"], 0),  # every key named: fetched by name (hr=99 is none)
+        (["hr=03", "dt=2026-01-02", "dt=2030-01-01"], 0),
+        (["hr=03"], 1),  # a key left open: the listing, matched
+    ],
+)
+def test_compacting_named_partitions_fetches_them_without_listing_the_table(
+    hms: MetastoreClient, hourly: TableDefinition, filters: list[str], lists: int
+) -> None:
+    listing = Listing(hms)
+
+    chosen = chosen_partitions(listing, hourly, filters)  # type: ignore[arg-type]
+
+    keys = hourly.partition_keys
+    assert chosen == matching_partitions(hms.get_partition_names("poll_db", "hourly"), keys, filters)
+    assert chosen and listing.listed == lists
