@@ -9,14 +9,18 @@ million files cost no disk) and ``_SUCCESS``, registered directly in the metasto
 on each table in turn (ABAB over ``--repeats`` rounds):
 
 - a steady streaming insert of ``--batches`` micro-batches (one input file each, 6 minutes of 2026 event time)
-  through sqlext's sink: per batch the committer's time and the metastore calls it made (counted by a
-  listener on sqlext's metastore client), the driver's memory after the run, the commit log's size;
+  through sqlext's sink: per batch the committer's time, the metastore calls it made (counted by a
+  listener on sqlext's metastore client) and their bytes (counted at the Thrift socket), the driver's memory
+  after the run, the commit log's size in bytes and files;
 - ``sqlext status`` and ``sqlext commits`` of the table (the functions the commands call);
 - a steady poll of a streaming read of the table (``streaming-source.enable``, default ``read-recommits``,
   started at the steady insert's first day and caught up: the metastore calls and the next offset, as the
   source's ``latestOffset`` does them);
 - the expiry scan (``partition.expiration-time`` set so that exactly the oldest partition expires;
-  ``sqlext expire --dry-run``'s work) and the compaction of one partition (``sqlext compact --partition``).
+  ``sqlext expire --dry-run``'s work; its first run per round cold, as a process's first scan, reported apart)
+  and the compaction of one partition (``sqlext compact --partition`` naming every key).
+
+The machine's load averages (start, grown, end) go into the result.
 
 Each figure is reported per size with its ratio to the empty table's and the least-squares slope per 10,000
 partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results/table_scale.json``.
