@@ -9,14 +9,18 @@ million files cost no disk) and ``_SUCCESS``, registered directly in the metasto
 on each table in turn (ABAB over ``--repeats`` rounds):
 
 - a steady streaming insert of ``--batches`` micro-batches (one input file each, 6 minutes of 2026 event time)
-  through sqlext's sink: per batch the committer's time and the metastore calls it made (counted by a
-  listener on sqlext's metastore client), the driver's memory after the run, the commit log's size;
+  through sqlext's sink: per batch the committer's time, the metastore calls it made (counted by a
+  listener on sqlext's metastore client) and their bytes (counted at the Thrift socket), the driver's memory
+  after the run, the commit log's size in bytes and files;
 - ``sqlext status`` and ``sqlext commits`` of the table (the functions the commands call);
 - a steady poll of a streaming read of the table (``streaming-source.enable``, default ``read-recommits``,
   started at the steady insert's first day and caught up: the metastore calls and the next offset, as the
   source's ``latestOffset`` does them);
 - the expiry scan (``partition.expiration-time`` set so that exactly the oldest partition expires;
-  ``sqlext expire --dry-run``'s work) and the compaction of one partition (``sqlext compact --partition``).
+  ``sqlext expire --dry-run``'s work; its first run per round cold, as a process's first scan, reported apart)
+  and the compaction of one partition (``sqlext compact --partition`` naming every key).
+
+The machine's load averages (start, grown, end) go into the result.
 
 Each figure is reported per size with its ratio to the empty table's and the least-squares slope per 10,000
 partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results/table_scale.json``.
@@ -25,8 +29,10 @@ partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -38,6 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from thrift.transport import TSocket
 
 from bench.common import metastore, print_table, scratch_dir, spark_session, write_result
 from bench.sink_throughput import events, partition_time_table, run_sqlext_insert
@@ -50,6 +57,8 @@ from sqlext.table import TableDefinition
 BACKFILL_START = datetime(2010, 1, 1)
 #: Partitions registered per metastore call while the table grows.
 GROW_CHUNK = 500
+#: Hard links made of one sample file before a fresh one is written: ext4 allows 65,000 links per inode.
+LINKS_PER_SAMPLE = 60_000
 #: The growing client's patience: on a loaded machine the embedded Derby metastore takes minutes for a chunk.
 GROW_RETRY = RetryPolicy(deadline_s=1800, socket_timeout_s=900)
 
@@ -60,6 +69,13 @@ class CallCounter(listeners.InsertListener):
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.commit_s: dict[int, float] = {}
+        #: Bytes sqlext's metastore sockets sent and received (``sent``, ``received``).
+        self.bytes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def count_bytes(self, direction: str, count: int) -> None:
+        with self._lock:
+            self.bytes[direction] += count
 
     def metastore_call(self, call: str, outcome: str, seconds: float) -> None:
         self.calls[call] += 1
@@ -74,11 +90,26 @@ class CallCounter(listeners.InsertListener):
 
 @contextmanager
 def counting() -> Iterator[CallCounter]:
+    """A :class:`CallCounter` listening meanwhile, and counting the bytes of every Thrift socket of this process
+    (the metastore client's, under its buffered transport)."""
     counter = CallCounter()
+    read, write = TSocket.TSocket.read, TSocket.TSocket.write
+
+    def counted_read(sock: TSocket.TSocket, size: int) -> bytes:
+        received = read(sock, size)
+        counter.count_bytes("received", len(received))
+        return received
+
+    def counted_write(sock: TSocket.TSocket, buffer: bytes) -> None:
+        write(sock, buffer)
+        counter.count_bytes("sent", len(buffer))
+
     listeners.add_listener(counter)
+    TSocket.TSocket.read, TSocket.TSocket.write = counted_read, counted_write
     try:
         yield counter
     finally:
+        TSocket.TSocket.read, TSocket.TSocket.write = read, write
         listeners.remove_listener(counter)
 
 
@@ -87,13 +118,22 @@ def _hour_spec(index: int) -> tuple[str, str]:
     return at.strftime("%Y-%m-%d"), at.strftime("%H")
 
 
+def _samples(stem: Path) -> Iterator[Path]:
+    """Fresh copies of the one-row sample file that every backfilled data file is a hard link of."""
+    for number in itertools.count():
+        sample = stem.with_name(f"{stem.name}-{number}.parquet")
+        pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
+        yield sample
+
+
 def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size: int, files: int) -> None:
     """``size`` backfilled partitions of ``files`` files each, on disk and in the metastore."""
     from hmsclient.genthrift.hive_metastore import ttypes
 
-    sample = table_dir.parent / f"{table_dir.name}-sample.parquet"
-    pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
+    samples = _samples(table_dir.parent / f"{table_dir.name}-sample")
+    sample = next(samples)
     file_bytes = sample.stat().st_size
+    links = 0
     hms_table = client.get_table(table.identifier.database, table.identifier.name)
     assert hms_table is not None
     chunk: list[Any] = []
@@ -102,7 +142,10 @@ def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size:
         directory = table_dir / f"dt={dt}" / f"hr={hr}"
         directory.mkdir(parents=True)
         for number in range(files):
+            if links == LINKS_PER_SAMPLE:
+                sample, links = next(samples), 0
             os.link(sample, directory / f"part-{number:05d}.parquet")
+            links += 1
         (directory / "_SUCCESS").touch()
         descriptor = ttypes.StorageDescriptor(**vars(hms_table.sd))
         descriptor.location = directory.as_uri()
@@ -124,14 +167,20 @@ def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size:
 
 def _timed(action: Callable[[], Any], repeats: int) -> dict[str, Any]:
     """Median seconds and metastore calls of ``action`` over ``repeats`` runs."""
-    seconds, calls = [], []
+    seconds, calls, transferred = [], [], []
     for _ in range(repeats):
         with counting() as counter:
             started = time.perf_counter()
             action()
             seconds.append(time.perf_counter() - started)
             calls.append(sum(counter.calls.values()))
-    return {"s": statistics.median(seconds), "metastore_calls": statistics.median(calls)}
+            transferred.append(sum(counter.bytes.values()))
+    return {
+        "s": statistics.median(seconds),
+        "first_s": seconds[0],
+        "metastore_calls": statistics.median(calls),
+        "metastore_bytes": statistics.median(transferred),
+    }
 
 
 def _rss_mb(pid: int) -> float:
@@ -143,6 +192,10 @@ def _rss_mb(pid: int) -> float:
 
 def _dir_bytes(directory: Path) -> int:
     return sum(path.stat().st_size for path in directory.rglob("*") if path.is_file()) if directory.exists() else 0
+
+
+def _dir_files(directory: Path) -> int:
+    return sum(1 for path in directory.rglob("*") if path.is_file()) if directory.exists() else 0
 
 
 def steady_insert(
@@ -166,14 +219,19 @@ def steady_insert(
         # All the insert's calls, its start and end of input included: what must not grow with the table.
         "metastore_calls_per_batch": sum(counter.calls.values()) / batches,
         "metastore_calls": dict(counter.calls),
+        "metastore_bytes_per_batch": sum(counter.bytes.values()) / batches,
+        "metastore_bytes": dict(counter.bytes),
         "driver_python_rss_mb": _rss_mb(os.getpid()),
         "driver_jvm_rss_mb": _rss_mb(spark.sparkContext._gateway.proc.pid),
         "commit_log_bytes": _dir_bytes(table_dir / "_sqlext" / "log"),
+        "commit_log_files": _dir_files(table_dir / "_sqlext" / "log"),
+        "commit_log_archive_bytes": _dir_bytes(table_dir / "_sqlext" / "archive"),
     }
 
 
 def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: int, repeats: int) -> dict[str, Any]:
     """``status``, ``commits``, a streaming read's poll, the expiry scan and one partition's compaction."""
+    from sqlext.connectors.filesystem import expiration
     from sqlext.connectors.filesystem.compaction.command import compact_table
     from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
     from sqlext.connectors.filesystem.expiration import PartitionExpirer
@@ -227,6 +285,9 @@ def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: in
     last_written = sorted(client.get_partition_names(table.identifier.database, table.identifier.name))[-1]
     compacted = last_written.split("/")
 
+    # Each round's first scan parses every name, as a process's first scan does ('sqlext expire'); the others
+    # find the names' times remembered, as a running insert's later checks do.
+    expiration._NameTimes._shared.clear()
     return {
         "status": _timed(lambda: insert_statuses(path, name, None), repeats),
         "commits": _timed(lambda: commit_log_entries(path, None), repeats),
@@ -253,14 +314,20 @@ def report(results: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     figures = {
         "batch commit s": lambda r: r["insert"]["commit_s"],
         "metastore calls per batch": lambda r: r["insert"]["metastore_calls_per_batch"],
+        "metastore bytes per batch": lambda r: r["insert"]["metastore_bytes_per_batch"],
         "driver JVM RSS MB": lambda r: r["insert"]["driver_jvm_rss_mb"],
         "driver Python RSS MB": lambda r: r["insert"]["driver_python_rss_mb"],
         "commit log bytes": lambda r: r["insert"]["commit_log_bytes"],
+        "commit log files": lambda r: r["insert"]["commit_log_files"],
         "status s": lambda r: r["commands"]["status"]["s"],
         "commits s": lambda r: r["commands"]["commits"]["s"],
         "streaming read poll s": lambda r: r["commands"]["streaming_read_poll"]["s"],
         "streaming read poll metastore calls": lambda r: r["commands"]["streaming_read_poll"]["metastore_calls"],
+        "streaming read poll metastore bytes": lambda r: r["commands"]["streaming_read_poll"]["metastore_bytes"],
         "expiry scan s": lambda r: r["commands"]["expiry_scan"]["s"],
+        "expiry scan metastore bytes": lambda r: r["commands"]["expiry_scan"]["metastore_bytes"],
+        # The process's first scan of a table parses every partition name; later ones only the new names.
+        "expiry scan, first of the process (cold), s": lambda r: r["commands"]["expiry_scan"]["first_s"],
         "compact one partition s": lambda r: r["commands"]["compact_one_partition"]["s"],
     }
     sizes = sorted(results)
@@ -289,6 +356,7 @@ def main() -> None:
     sizes = [int(size) for size in args.sizes.split(",")]
 
     work = scratch_dir()
+    load = {"start": os.getloadavg()}
     with metastore(work) as settings, MetastoreClient(settings.uri) as client:
         spark = spark_session(settings.uri, work / "warehouse")
         catalog = Catalog(client)
@@ -301,6 +369,7 @@ def main() -> None:
             with MetastoreClient(settings.uri, GROW_RETRY) as growing:
                 grow(growing, table, work / f"scale_{size}", size, args.files_per_partition)
             tables[size] = table
+        load["grown"] = os.getloadavg()
         results: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
         for round_ in range(args.repeats):
             order = sizes if round_ % 2 == 0 else list(reversed(sizes))  # ABAB: neither size always goes first
@@ -311,7 +380,9 @@ def main() -> None:
                 results[size].append(measured)
         summary = report(results)
         spark.stop()
-    path = write_result(args.result, {"args": vars(args), "summary": summary, "runs": results})
+    load["end"] = os.getloadavg()
+    result = {"args": vars(args), "load_average": load, "summary": summary, "runs": results}
+    path = write_result(args.result, result)
     print(f"wrote {path}")
 
 

@@ -28,10 +28,12 @@ the partition again).
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import ClassVar
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.connectors.filesystem import options as fso
@@ -54,6 +56,10 @@ EXPIRATION_WRITER = "_expiration"
 #: How long queries that listed an expired partition's files may go on reading them.
 DEFAULT_READER_GRACE = timedelta(seconds=10)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The time of a ``.done`` partition (never due: it is dropped with its partition).
+_NEVER = 2**63 - 1
+#: Partition names whose times one process keeps per extraction (about 150 bytes each).
+_NAME_TIMES_BOUND = 500_000
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,7 @@ class PartitionExpirer:
             options.get(fso.TIME_EXTRACTOR_FORMATTER),
         )
         self._last_check_ms = 0
+        self._name_times = _NameTimes.of(self.table, options)
 
     # -- which partitions -----------------------------------------------------------------------
 
@@ -137,11 +144,13 @@ class PartitionExpirer:
         pending, last_commit = commit_history(self.log)
         pending |= self.pending()
         names = [name for name in self.metastore.get_partition_names(ident.database, ident.name) if name not in pending]
-        by_values = {tuple(parse_partition_path(name, keys)): name for name in names}
         if self.strategy != fso.EXPIRATION_UPDATE_TIME:
             # The partition's time is in its name: fetch only the partitions old enough to expire, so that a
-            # scan of a table of 100,000 partitions fetches the few that expire, not all of them.
-            names = [name for values, name in by_values.items() if self._due(list(values), now_ms)]
+            # scan of a table of 100,000 partitions fetches the few that expire, not all of them; and parse
+            # each name once per process, not at every scan (parsing was most of a scan's time).
+            due_before = now_ms - self.expiration // timedelta(milliseconds=1)
+            names = [name for name in names if self._due(name, due_before)]
+        by_values = {tuple(parse_partition_path(name, keys)): name for name in names}
         found = []
         for partition in self.metastore.get_partitions_by_names(ident.database, ident.name, names) if names else []:
             values = list(partition.values)
@@ -153,16 +162,25 @@ class PartitionExpirer:
                 found.append(ExpiredPartition(path, values, normalize(partition.sd.location), since))
         return sorted(found, key=lambda p: p.path)
 
-    def _due(self, values: list[str], now_ms: int) -> bool:
-        """Whether a partition, by its values alone, is past its expiration time (one whose time cannot be
+    def _due(self, name: str, due_before_ms: int) -> bool:
+        """Whether a partition, by its name alone, is past its expiration time (one whose time cannot be
         extracted is fetched, and kept with a warning as before; ``.done`` partitions go with theirs)."""
+        times = self._name_times
+        if name not in times:
+            times.remember(name, self._name_time(name))
+        since = times[name]
+        return since is None or since < due_before_ms
+
+    def _name_time(self, name: str) -> int | None:
+        """The partition time of a name in epoch ms; :data:`_NEVER` for a ``.done`` partition, None when its
+        time cannot be extracted."""
+        values = parse_partition_path(name, list(self.table.partition_keys))
         if is_done_partition(values):
-            return False
+            return _NEVER
         try:
-            since = self._extracted_ms(values)
+            return self._extracted_ms(values)
         except Exception:
-            return True
-        return since + self.expiration // timedelta(milliseconds=1) < now_ms
+            return None
 
     def _since_ms(self, path: str, values: list[str], partition: object, last_commit: dict[str, int]) -> int | None:
         if self.strategy == fso.EXPIRATION_UPDATE_TIME:
@@ -283,6 +301,45 @@ class PartitionExpirer:
         self.log.transition(entry, State.COMPLETED)
         self.log.expire(EXPIRATION_WRITER, self.retained, archive=self.archive)
         log.info("%s: %d expired partition(s) deleted: %s", ident, len(deleted), ", ".join(deleted[:5]))
+
+
+class _NameTimes:
+    """Partition name -> partition time (epoch ms, or None when it cannot be extracted), shared by the expirers
+    of one process whose tables extract times alike: a name's time depends only on the name, the
+    ``partition.time-extractor.*`` options (a custom extractor must be deterministic) and the time zone, so it
+    is parsed once per process, not at every scan. Bounded: past :data:`_NAME_TIMES_BOUND` names it starts
+    afresh."""
+
+    _shared: ClassVar[dict[tuple[object, ...], _NameTimes]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._times: dict[str, int | None] = {}
+
+    @classmethod
+    def of(cls, table: TableDefinition, options: Options) -> _NameTimes:
+        """The shared times of the tables that extract partition times as ``table`` does."""
+        key = (
+            tuple(table.partition_keys),
+            options.get(fso.TIME_EXTRACTOR_KIND),
+            options.get(fso.TIME_EXTRACTOR_CLASS),
+            options.get(fso.TIME_EXTRACTOR_PATTERN),
+            options.get(fso.TIME_EXTRACTOR_FORMATTER),
+            options.get(fso.WATERMARK_TIME_ZONE),
+        )
+        with cls._lock:
+            return cls._shared.setdefault(key, cls())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._times
+
+    def __getitem__(self, name: str) -> int | None:
+        return self._times[name]
+
+    def remember(self, name: str, since: int | None) -> None:
+        if len(self._times) >= _NAME_TIMES_BOUND:
+            self._times = {}
+        self._times[name] = since
 
 
 def _now_ms() -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
@@ -14,7 +14,9 @@ from hmsclient.genthrift.hive_metastore import ttypes
 from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.connectors.filesystem.compaction.command import chosen_partitions, matching_partitions
 from sqlext.connectors.filesystem.expiration import PartitionExpirer
+from sqlext.connectors.filesystem.extractor import DefaultPartitionTimeExtractor, PartitionTimeExtractor
 from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset, unread_names
 from sqlext.connectors.filesystem.streaming.partitions import key_function, name_key_function, poll
 from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
@@ -206,3 +208,74 @@ def test_the_expiry_scan_fetches_only_the_partitions_old_enough_to_expire(
 
     assert [partition.path for partition in expired] == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01"]
     assert sorted(recording.fetched) == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01"]
+
+
+class CountingExtractor(PartitionTimeExtractor):
+    """The default extractor of ``$dt $hr:00:00``, counting the partitions it is asked for."""
+
+    extracted: ClassVar[list[tuple[str, ...]]] = []
+
+    def extract(self, keys: Sequence[str], values: Sequence[str]) -> datetime:
+        CountingExtractor.extracted.append(tuple(values))
+        return DefaultPartitionTimeExtractor("$dt $hr:00:00").extract(keys, values)
+
+
+def test_the_expiry_scan_extracts_each_partition_time_once_per_process(
+    hms: MetastoreClient, hourly: TableDefinition
+) -> None:
+    options = {
+        **hourly.options,
+        "partition.expiration-time": "1 h",
+        "partition.time-extractor.kind": "custom",
+        "partition.time-extractor.class": f"{__name__}.CountingExtractor",
+    }
+    expiring = TableDefinition(hourly.identifier, hourly.columns, options, hourly.partition_keys)
+    now = START.replace(tzinfo=UTC) + timedelta(hours=2, minutes=30)  # hours 0 and 1 are over 1 h old
+    CountingExtractor.extracted.clear()
+
+    first = PartitionExpirer(expiring, hms).expired(now_ms=int(now.timestamp() * 1000))
+    extracted_first = len(CountingExtractor.extracted)
+    # A later scan (a fresh expirer, as 'sqlext expire' or the next check makes one) an hour on.
+    later = PartitionExpirer(expiring, hms).expired(now_ms=int((now + timedelta(hours=1)).timestamp() * 1000))
+
+    assert [p.path for p in first] == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01"]
+    assert [p.path for p in later] == ["dt=2026-01-01/hr=00", "dt=2026-01-01/hr=01", "dt=2026-01-01/hr=02"]
+    # The first scan extracts every name once (and the expired ones again from the fetched partitions);
+    # the later one only the partitions it fetched.
+    assert extracted_first == HOURS + 2
+    assert len(CountingExtractor.extracted) - extracted_first == 3
+
+
+class Listing:
+    """The session's real client, recording whether the table's partitions were listed."""
+
+    def __init__(self, client: MetastoreClient) -> None:
+        self.client = client
+        self.listed = 0
+
+    def get_partition_names(self, database: str, table: str) -> list[str]:
+        self.listed += 1
+        return self.client.get_partition_names(database, table)
+
+    def get_partitions_by_names(self, database: str, table: str, names: Sequence[str]) -> list[Any]:
+        return self.client.get_partitions_by_names(database, table, names)
+
+
+@pytest.mark.parametrize(
+    ("filters", "lists"),
+    [
+        (["dt=2026-01-02", "hr=03", "hr=05", "hr=99"], 0),  # every key named: fetched by name (hr=99 is none)
+        (["hr=03", "dt=2026-01-02", "dt=2030-01-01"], 0),
+        (["hr=03"], 1),  # a key left open: the listing, matched
+    ],
+)
+def test_compacting_named_partitions_fetches_them_without_listing_the_table(
+    hms: MetastoreClient, hourly: TableDefinition, filters: list[str], lists: int
+) -> None:
+    listing = Listing(hms)
+
+    chosen = chosen_partitions(listing, hourly, filters)  # type: ignore[arg-type]
+
+    keys = hourly.partition_keys
+    assert chosen == matching_partitions(hms.get_partition_names("poll_db", "hourly"), keys, filters)
+    assert chosen and listing.listed == lists
