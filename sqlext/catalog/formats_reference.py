@@ -176,7 +176,8 @@ Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_e
   edge value as written; Hive 2.3.10's SerDe reads the days as hybrid ones (1582-10-04 as 1582-09-24,
   0001-01-01 as 0001-01-03).
 
-Options of the avro and raw formats (Flink's; csv's and json's are Flink's too, see Flink's docs):
+Options of the avro and raw formats (Flink's), and sqlext's one json option (the other csv and json options are
+Flink's, see Flink's docs):
 
 {options}
 
