@@ -1,7 +1,7 @@
 """NaN, Infinity and -Infinity in a json table (``json.encode.non-finite-number.mode``, issue 56): what an
-INSERT commits in each mode and what Spark (through the HMS) and pyarrow's json reader read back. Trino's
-reads are in ``test_trino.py``; what Flink 2.3 writes and reads is in docs/connectors.md (its json writer
-writes the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``, which mode ``STRING`` writes)."""
+INSERT commits in each mode and what Spark (through the HMS), sqlext's source and pyarrow's json reader read
+back. Trino's reads are in ``test_trino.py``; Flink's (its json writer writes the strings ``"NaN"``,
+``"Infinity"``, ``"-Infinity"``, which mode ``STRING`` writes) in ``test_flink_files.py``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,11 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pytest
 
+from sqlext.catalog.hms import Catalog
 from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.connectors.filesystem import FileSystemTableFactory
+from sqlext.registry import SourceContext
+from sqlext.table import TableIdentifier
 from tests.support.extension import extended_session
 from tests.support.non_finite import NULLED, ROWS, create_json_table, create_source, data_lines, same
 from tests.support.services import spark_own_sql
@@ -49,6 +53,14 @@ def _insert(spark: Any, statement: str) -> None:
 
 def _spark_rows(spark: Any, table: str) -> list[tuple[Any, ...]]:
     rows = spark_own_sql(spark)(f"SELECT id, d, f, a, r, p FROM {DB}.{table} ORDER BY id").collect()
+    return [(r.id, r.d, r.f, r.a, None if r.r is None else (r.r.x,), r.p) for r in rows]
+
+
+def _sqlext_rows(spark: Any, hms: MetastoreClient, table: str) -> list[tuple[Any, ...]]:
+    """The table's rows as sqlext's filesystem source reads its files."""
+    definition = Catalog(hms).get_table(TableIdentifier(DB, table))
+    frame = FileSystemTableFactory().create_source(SourceContext(spark, definition, streaming=False))
+    rows = frame.select("id", "d", "f", "a", "r", "p").orderBy("id").collect()
     return [(r.id, r.d, r.f, r.a, None if r.r is None else (r.r.x,), r.p) for r in rows]
 
 
@@ -99,6 +111,7 @@ def test_mode_string_writes_flinks_strings_which_spark_reads_back_and_pyarrow_fa
         '{"id":4,"d":2.5,"f":2.5,"a":[2.5],"r":{"x":2.5}}',
     ]
     assert same(_spark_rows(spark, "t_string"), ROWS)
+    assert same(_sqlext_rows(spark, hms, "t_string"), ROWS)
     with pytest.raises(pa.ArrowInvalid, match="changed from number to string"):
         _arrow_rows(path)
 
@@ -117,6 +130,7 @@ def test_mode_null_writes_null_which_spark_and_pyarrow_read(
         '{"id":4,"d":2.5,"f":2.5,"a":[2.5],"r":{"x":2.5}}',
     ]
     assert same(_spark_rows(spark, "t_null"), NULLED)
+    assert same(_sqlext_rows(spark, hms, "t_null"), NULLED)
     assert same(_arrow_rows(path), NULLED)
 
 
