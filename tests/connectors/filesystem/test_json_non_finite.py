@@ -5,6 +5,7 @@ back. Trino's reads are in ``test_trino.py``; Flink's (its json writer writes th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,3 +143,30 @@ def test_an_unknown_mode_is_refused_at_create_table_naming_the_modes(spark: Any,
     assert "Invalid value for option 'json.encode.non-finite-number.mode': 'ZERO'" in message
     assert "'FAIL', 'STRING', 'NULL'" in message
     assert not spark_own_sql(spark)(f"SHOW TABLES IN {DB} LIKE 't_bad'").collect()
+
+
+def test_a_maps_non_finite_values_are_handled_as_the_mode_says(
+    spark: Any, hms: MetastoreClient, source: tuple[Path, str]
+) -> None:
+    root, _ = source
+    landing = root / "landing_maps"
+    rows = [(1, {"k": float("nan"), "j": 1.0}, "a")]
+    spark.createDataFrame(rows, "id INT, m MAP<STRING, DOUBLE>, p STRING").write.parquet(landing.as_uri())
+    columns = "id INT, m MAP<STRING, DOUBLE>, p STRING"
+    spark.sql(
+        f"CREATE TABLE {DB}.src_maps ({columns}) WITH ('connector' = 'filesystem', 'path' = '{landing.as_uri()}', "
+        "'format' = 'parquet')"
+    )
+    for mode in ("FAIL", "NULL"):
+        spark.sql(
+            f"CREATE TABLE {DB}.t_maps_{mode.lower()} ({columns}) PARTITIONED BY (p) WITH ('connector' = "
+            f"'filesystem', 'path' = '{(root / f't_maps_{mode}').as_uri()}', 'format' = 'json', "
+            f"'json.encode.non-finite-number.mode' = '{mode}')"
+        )
+    with pytest.raises(Exception, match=r"Column 'm' \(at m\[\*\]\) of table non_finite.t_maps_fail holds NaN"):
+        _insert(spark, f"INSERT INTO {DB}.t_maps_fail SELECT * FROM {DB}.src_maps")
+    assert hms.get_partition_names(DB, "t_maps_fail") == []
+    _insert(spark, f"INSERT INTO {DB}.t_maps_null SELECT * FROM {DB}.src_maps")
+    assert [json.loads(line) for line in data_lines(root / "t_maps_NULL")] == [{"id": 1, "m": {"k": None, "j": 1.0}}]
+    [row] = spark_own_sql(spark)(f"SELECT id, m FROM {DB}.t_maps_null").collect()
+    assert (row.id, row.m) == (1, {"k": None, "j": 1.0})
