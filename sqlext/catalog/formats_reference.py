@@ -282,7 +282,8 @@ sqlext's source reads what Flink wrote (csv and json), every value equal, apart 
 json, NaN and infinities (`json.encode.non-finite-number.mode`, sqlext's own option: Flink refuses a DDL that
 declares it). json has no number for a DOUBLE or FLOAT NaN, Infinity or -Infinity. Flink 2.3's json writer,
 which has no option for them, writes the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (whether the value
-comes from a cast, from arithmetic such as `1e308 * 10` or from a source; batch or streaming), and its reader
+comes from a cast, from arithmetic such as `1e308 * 10` or from a source; batch or streaming; Flink's planner
+itself fails on a non-finite FLOAT constant, `CAST('NaN' AS FLOAT)`: "Infinite or NaN"), and its reader
 reads those strings back (`"+Infinity"` and `"1e999"` too) but fails on the bare tokens `NaN`, `Infinity`
 (Jackson's "Non-standard token 'NaN'"; `json.ignore-parse-errors` skips such a row). Those strings are read
 back by Spark (and, by its source, Hive 4's JSON SerDe), but a Trino 476 query reading the column fails on

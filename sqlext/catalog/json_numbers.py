@@ -2,11 +2,11 @@
 
 json has no number for them. Flink 2.3's json writer (and Spark's) writes the strings ``"NaN"``,
 ``"Infinity"`` and ``"-Infinity"``, which Spark and Flink read back (Hive 4's JSON SerDe too, by its
-source); Trino 476 and pyarrow's json reader fail on the whole file that holds one (every row of it
-unreadable there), and so does Hive 3's hcatalog JSON SerDe by its source (``getDoubleValue`` on a string). So, by
-default (``FAIL``), a write holding one fails, naming table, column and value; ``STRING`` writes Flink's
-strings, ``NULL`` writes ``null`` (which every reader reads, the value lost). A DOUBLE or FLOAT inside an
-ARRAY, a MAP's value or a ROW is treated alike.
+source); a Trino 476 query of such a column and pyarrow's json reader fail on the whole file that holds
+one (every row of it unreadable there), and so does Hive 3's hcatalog JSON SerDe by its source
+(``getDoubleValue`` on a string). So, by default (``FAIL``), a write holding one fails, naming table,
+column and value; ``STRING`` writes Flink's strings, ``NULL`` writes ``null`` (which every reader reads,
+the value lost). A DOUBLE or FLOAT inside an ARRAY, a MAP's value or a ROW is treated alike.
 """
 
 from __future__ import annotations
@@ -48,12 +48,13 @@ def guard_non_finite(rows: DataFrame, mode: str, table: str, keys: Sequence[str]
     """``rows`` with each non-finite DOUBLE/FLOAT (in the data columns, at any depth) failing the write
     (``FAIL``, the message naming ``table``, the column and the value) or written as ``null`` (``NULL``);
     ``STRING``: ``rows`` as they are (Spark's json writer writes Flink's strings)."""
-    if mode == STRING:
+    guarded = [f.name for f in rows.schema.fields if f.name not in keys and _holds_floats(f.dataType)]
+    if mode == STRING or not guarded:
         return rows
     columns = []
     for field in rows.schema.fields:
         column = rows[f"`{field.name}`"]
-        if field.name not in keys and _holds_floats(field.dataType):
+        if field.name in guarded:
             column = _guarded(column, field.dataType, field.name, field.name, mode, table).alias(field.name)
         columns.append(column)
     return rows.select(*columns)

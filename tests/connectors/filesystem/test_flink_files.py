@@ -303,8 +303,9 @@ def test_flink_writes_non_finite_doubles_as_the_strings_mode_string_writes_and_r
     flink_path, strings = tmp_path / "flink_json", tmp_path / "strings"
     strings.mkdir()
     (strings / "values.csv").write_text("1,NaN,-Infinity\n2,1e308,1.5\n")
-    # From a source, cast in the job: Flink's planner refuses such constants in a VALUES of several rows
-    # ("Infinite or NaN": it makes them literals, which hold a BigDecimal).
+    # From a source, cast in the job: Flink's planner fails on a non-finite FLOAT constant such as
+    # CAST('-Infinity' AS FLOAT) ("Infinite or NaN", Calcite's RexBuilder folding it into a literal); a
+    # DOUBLE one, CAST('NaN' AS DOUBLE) or 1e308 * 10, plans and is written as below.
     flink.run(
         [
             f"CREATE TABLE strings (id INT, d STRING, f STRING) WITH ('connector' = 'filesystem', "
