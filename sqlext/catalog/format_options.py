@@ -9,7 +9,8 @@ makes them all at CREATE, as a table is read and written through the same declar
 - csv: ``csv.disable-quote-character`` = ``true`` together with ``csv.quote-character``;
 - json: ``json.timestamp-format.standard`` exactly ``SQL`` or ``ISO-8601`` (case-sensitive, as Flink's);
   ``json.map-null-key.mode`` one of ``FAIL``, ``DROP``, ``LITERAL`` in any case; ``json.fail-on-missing-field``
-  and ``json.ignore-parse-errors`` not both ``true``;
+  and ``json.ignore-parse-errors`` not both ``true``; sqlext's ``json.encode.non-finite-number.mode`` one of
+  ``FAIL``, ``STRING``, ``NULL`` in any case (:mod:`sqlext.catalog.json_numbers`);
 - avro (``AvroFileFormatFactory``): ``avro.codec`` one of Avro's codec names (Flink passes it to Avro's
   ``CodecFactory.fromString``; sqlext takes the names Spark's Avro writer writes, without a ``-level``);
   ``avro.timestamp_mapping.legacy`` a boolean;
@@ -22,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sqlext.catalog.json_numbers import NON_FINITE_OPTION, non_finite_mode
 from sqlext.errors import OptionError
 from sqlext.options import BOOLEAN, STRING, ConfigOption, enum_type
 
@@ -53,8 +55,10 @@ RAW_CHARSETS = ("US-ASCII", "ISO-8859-1", "UTF-8", "UTF-16BE", "UTF-16LE", "UTF-
 #: ``raw.endianness``: Flink's values.
 RAW_ENDIANNESS = ("big-endian", "little-endian")
 
-#: The options of the avro and raw formats, as Flink declares them (docs/connectors.md is generated from these).
+#: The options of the avro and raw formats, as Flink declares them, and sqlext's own json option (csv's and
+#: json's others are Flink's, checked here); docs/connectors.md is generated from these.
 FORMAT_OPTIONS: dict[str, tuple[ConfigOption[Any], ...]] = {
+    "json": (NON_FINITE_OPTION,),
     "avro": (
         ConfigOption(
             "avro.codec",
@@ -149,6 +153,7 @@ def _check_json(options: Mapping[str, str], prefix: str) -> None:
             option=f"{prefix}json.fail-on-missing-field",
             value="true",
         )
+    non_finite_mode(options, prefix)
 
 
 def _check_avro(options: Mapping[str, str], prefix: str) -> None:

@@ -13,9 +13,10 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **csv**: text in Hive's ``LazySimpleSerDe`` form (:mod:`sqlext.catalog.csv_text`).
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
   SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
-  reads), decimals as numbers, bytes in base64, NULL fields as
-  ``null``; the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark reads through the
-  table's provider parameters.
+  reads), decimals as numbers, bytes in base64, NULL fields as ``null``, a NaN or infinite DOUBLE/FLOAT
+  failing the write unless ``json.encode.non-finite-number.mode`` says otherwise
+  (:mod:`sqlext.catalog.json_numbers`); the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark
+  reads through the table's provider parameters.
 - **avro**: Spark's Avro writer (``spark-avro``) with Flink's schema as ``avroSchema``
   (:mod:`sqlext.catalog.avro_form`); the HMS gets Hive's ``AvroSerDe`` with that schema as
   ``avro.schema.literal``.
@@ -99,10 +100,12 @@ def prepare_write(
     keys: Sequence[str],
     ltz: Collection[str] = (),
     columns: Sequence[tuple[str, str, bool]] = (),
+    table: str = "the table",
 ) -> tuple[DataFrame, str, dict[str, str]]:
     """The frame, Spark format and writer options that write ``rows`` in the form every reader of the
     table's HMS descriptor reads back (see the module docstring); ``ltz``: the ``TIMESTAMP_LTZ`` columns;
-    ``columns``: the table's physical columns (name, Flink type, nullable), which avro and raw need."""
+    ``columns``: the table's physical columns (name, Flink type, nullable), which avro and raw need;
+    ``table``: the table's name, for the errors a value that cannot be written raises."""
     if fmt == "avro":
         return _prepare_avro(format_options, rows, keys, columns)
     if fmt == "raw":
@@ -121,7 +124,10 @@ def prepare_write(
         frame = rows.select(form.line(rows, data, ltz).alias("value"), *(F.col(f"`{k}`") for k in keys))
         return frame, "text", {}
     if fmt == "json":
+        from sqlext.catalog.json_numbers import guard_non_finite, non_finite_mode
+
         options = json_write_options(format_options)
+        rows = guard_non_finite(rows, non_finite_mode(format_options), table, keys)
         if ltz:
             pattern = options["timestampFormat"]
             rows = rows.select(

@@ -112,7 +112,8 @@ Forms written:
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
-  (`json.encode.ignore-null-fields` = `true` omits them).
+  (`json.encode.ignore-null-fields` = `true` omits them); a DOUBLE/FLOAT NaN or infinity fails the write
+  unless `json.encode.non-finite-number.mode` says `STRING` or `NULL` (see "Differences from Flink").
 - csv and json options are checked as Flink's formats check them (booleans `true`/`false` only; not both
   `csv.disable-quote-character` and `csv.quote-character`; `json.timestamp-format.standard` exactly `SQL` or
   `ISO-8601`; `json.map-null-key.mode` `FAIL`, `DROP` or `LITERAL`; not both `json.fail-on-missing-field`
@@ -133,6 +134,9 @@ every value equal, except
   string into `varbinary` as Hive's JSON SerDe does; Flink's and Spark's json write bytes in base64):
   `from_base64(from_utf8(c))` gives the value;
 - `TIMESTAMP_LTZ` in csv and json is read through `timestamp.formats`, at milliseconds.
+- json: a NaN or infinity written as a string (`json.encode.non-finite-number.mode` = `STRING`, Flink's
+  form) fails a Trino query reading its column on the whole file (the file's other columns read);
+  `NULL`'s nulls read as NULL.
 
 DuckDB 2.0.1 and Polars 2.1.0 by path, with no metastore
 (`tests/connectors/filesystem/test_path_readers.py`: parquet, csv and json after a batch insert; neither
@@ -186,7 +190,8 @@ Dates and timestamps at the edges (`test_each_reader_of_the_date_and_timestamp_e
   Hive 2.3.10's parquet and Avro SerDes. Each reader and version, and the writer choices measured:
   [readers.md](readers.md#dates-and-timestamps-before-1582-10-15).
 
-Options of the avro and raw formats (Flink's; csv's and json's are Flink's too, see Flink's docs):
+Options of the avro and raw formats (Flink's), and sqlext's one json option (the other csv and json options are
+Flink's, see Flink's docs):
 
 {options}
 
@@ -283,6 +288,35 @@ Hive, Flink and sqlext then all read NULL. What stays different, verified side b
 json: `TIMESTAMP_LTZ` is written in UTC with `Z` as Flink's json writes and reads it; sqlext's source
 reads a timestamp with or without a zone suffix. Flink's filesystem source reads what sqlext wrote and
 sqlext's source reads what Flink wrote (csv and json), every value equal, apart from the csv cases above.
+
+json, NaN and infinities (`json.encode.non-finite-number.mode`, sqlext's own option: Flink refuses a DDL that
+declares it). json has no number for a DOUBLE or FLOAT NaN, Infinity or -Infinity. Flink 2.3's json writer,
+which has no option for them, writes the strings `"NaN"`, `"Infinity"` and `"-Infinity"` (whether the value
+comes from a cast, from arithmetic such as `1e308 * 10` or from a source; batch or streaming; Flink's planner
+itself fails on a non-finite FLOAT constant, `CAST('NaN' AS FLOAT)`: "Infinite or NaN"), and its reader
+reads those strings back (`"+Infinity"` and `"1e999"` too) but fails on the bare tokens `NaN`, `Infinity`
+(Jackson's "Non-standard token 'NaN'"; `json.ignore-parse-errors` skips such a row). Those strings are read
+back by Spark (and, by its source, Hive 4's JSON SerDe), but a Trino 476 query reading the column fails on
+the whole file that holds one (`HIVE_CURSOR_ERROR ... Current token (VALUE_STRING) not numeric`: no row of
+the file readable there; a query of the file's other columns reads),
+and so do pyarrow's json reader ("changed from number to string") and, by its source, Hive 3's hcatalog
+`JsonSerDe`. No json form of these values is read by every reader (the bare tokens: Spark and pyarrow read
+them, Flink and Trino fail on them), so the table chooses:
+
+- `FAIL` (the default; Flink writes the strings): a batch holding one fails, naming the table, the column
+  (with its place inside an ARRAY, a MAP's values or a ROW, e.g. `a[*]`, `r.x`) and the value, and
+  nothing of it is committed; a file no Trino reader can read is never written unasked. Filter the values
+  out, or choose one of:
+- `STRING`: Flink's strings, as Flink writes them; Spark, Flink and sqlext's source read the values back;
+  pyarrow cannot read the file, nor Trino the column;
+- `NULL`: `null` (the value lost; in a `NOT NULL` column too), which every reader reads.
+
+Verified: `tests/connectors/filesystem/test_json_non_finite.py` (what is committed in each mode; Spark
+through the HMS, sqlext's source and pyarrow), `test_trino.py` (Trino on `STRING`'s file and `NULL`'s),
+`test_flink_files.py` (what Flink writes, and Flink reading `STRING`'s file). A streaming insert runs the same
+check on each micro-batch (verified for batch inserts only). The option is the json format's only: the
+change-event formats (`debezium-json`, ...) write these values as Spark's json writer does (the strings),
+unchecked.
 
 A partitioned source whose `path` does not exist: Flink reads no rows (it finds no partition); sqlext fails
 naming the path, as both do for an unpartitioned one, so that a typo does not pass for an empty table.

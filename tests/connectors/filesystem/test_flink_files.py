@@ -30,7 +30,8 @@ from sqlext.registry import SourceContext
 from sqlext.spark.session import extend
 from sqlext.sql.parser import parse_statement
 from sqlext.sql.statements import CreateTable
-from tests.support import interop
+from tests.support import interop, non_finite
+from tests.support.extension import extended_session
 from tests.support.flink import Flink
 from tests.support.services import spark_own_sql
 
@@ -290,3 +291,50 @@ def test_hive_and_sqlext_read_the_csv_flink_reads(spark: Any, sqlext_written: di
     frame = FileSystemTableFactory().create_source(SourceContext(spark, statement.table, streaming=False))
     sqlext_rows = frame.select(*[c for c, _ in interop.columns_for("csv")]).collect()
     interop.assert_rows_equal("csv", "sqlext's source reading sqlext's csv (Flink's options)", sqlext_rows)
+
+
+def test_flink_writes_non_finite_doubles_as_the_strings_mode_string_writes_and_reads_them_back(
+    flink: Flink, spark: Any, tmp_path: Path
+) -> None:
+    """NaN and the infinities in json (docs/connectors.md, "Differences from Flink"): Flink 2.3's json writer,
+    with no option for them, writes the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (from a cast and
+    from an overflowing product alike); sqlext writes them so with ``json.encode.non-finite-number.mode`` =
+    ``STRING`` (its default fails the write), and Flink reads that file back, every value equal."""
+    flink_path, strings = tmp_path / "flink_json", tmp_path / "strings"
+    strings.mkdir()
+    (strings / "values.csv").write_text("1,NaN,-Infinity\n2,1e308,1.5\n")
+    # From a source, cast in the job: Flink's planner fails on a non-finite FLOAT constant such as
+    # CAST('-Infinity' AS FLOAT) ("Infinite or NaN", Calcite's RexBuilder folding it into a literal); a
+    # DOUBLE one, CAST('NaN' AS DOUBLE) or 1e308 * 10, plans and is written as below.
+    flink.run(
+        [
+            f"CREATE TABLE strings (id INT, d STRING, f STRING) WITH ('connector' = 'filesystem', "
+            f"'path' = '{strings.as_uri()}', 'format' = 'csv')",
+            f"CREATE TABLE non_finite (id INT, d DOUBLE, f FLOAT) WITH ('connector' = 'filesystem', "
+            f"'path' = '{flink_path.as_uri()}', 'format' = 'json')",
+            "INSERT INTO non_finite SELECT id, CAST(d AS DOUBLE) * 10, CAST(f AS FLOAT) FROM strings",
+        ],
+        mode="batch",
+    )
+    lines = sorted(line for file in flink_path.glob("part-*") for line in file.read_text().splitlines())
+    assert lines == ['{"id":1,"d":"NaN","f":"-Infinity"}', '{"id":2,"d":"Infinity","f":1.5}']
+
+    with extended_session(spark, tmp_path, "flink_non_finite"):
+        src = non_finite.create_source(spark, "flink_non_finite", tmp_path, "src", non_finite.ROWS)
+        path = non_finite.create_json_table(spark, "flink_non_finite", tmp_path, "t", "STRING")
+        spark.sql("SET 'execution.runtime-mode' = 'batch'")
+        try:
+            spark.sql(f"INSERT INTO flink_non_finite.t SELECT * FROM {src}").collect()
+        finally:
+            spark.sql("RESET 'execution.runtime-mode'")
+    ddl = (
+        f"CREATE TABLE t ({non_finite.COLUMNS}) PARTITIONED BY (p) WITH ('connector' = 'filesystem', "
+        f"'path' = '{path.as_uri()}', 'format' = 'json')"
+    )
+    select = "SELECT id, CAST(d AS STRING), CAST(f AS STRING), CAST(a[2] AS STRING), CAST(r.x AS STRING) FROM t"
+    assert sorted(flink.query([ddl, select])) == [
+        [1, "NaN", "NaN", "NaN", "Infinity"],
+        [2, "Infinity", "-Infinity", None, "1.0"],
+        [3, "-Infinity", "1.5", None, None],
+        [4, "2.5", "2.5", None, "2.5"],
+    ]

@@ -7,6 +7,8 @@ test session) with a Hive catalog on the session's metastore.
   ``numRows`` as Trino's statistics;
 - under Hive 3.1 and 4 metastores too: a committed partition is visible to Trino and Spark, statistics right;
 - old partitions after ``ALTER TABLE`` added a column and widened four, by the new columns;
+- json's NaN and infinities as ``json.encode.non-finite-number.mode`` writes them: ``STRING`` (Flink's strings)
+  fails a query reading such a column on the whole file, ``NULL`` reads as null;
 - the edge cases on which readers disagree (dates and timestamps before the Gregorian switch, a timestamp in
   the last second before 1970) in parquet, orc and avro, read by Spark, Hive's SerDes, sqlext's source, Trino
   and pyarrow.
@@ -46,10 +48,12 @@ from tests.support.interop import (
     expected_rows,
     table_options,
 )
+from tests.support.non_finite import NULLED, create_json_table, create_source, same
+from tests.support.non_finite import ROWS as NON_FINITE_ROWS
 from tests.support.services import FETCHED_VERSIONS, BackendMetastore, spark_own_sql
 from tests.support.streams import hourly_event_stream, write_hourly_events
 from tests.support.tables import assert_partitions_committed, create_in_hms, events_table
-from tests.support.trino import TrinoServer
+from tests.support.trino import TrinoQueryFailed, TrinoServer
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.hms, pytest.mark.jars, pytest.mark.trino, pytest.mark.slow]
@@ -131,6 +135,24 @@ def test_trino_reads_back_every_value_sqlext_wrote(written: Path, trino: TrinoSe
     # avro: as Hive's AvroSerDe reads it (Trino takes the metastore's columns): a TIME as its milliseconds.
     expected = {"csv": _as_trino_reads_csv, "avro": avro_hive_rows}.get(fmt)
     assert_rows_equal(fmt, f"trino ({table})", rows, expected() if expected else None)
+
+
+def test_trino_fails_on_flinks_non_finite_strings_in_json_and_reads_the_nulls_of_mode_null(
+    spark: Any, session: Path, trino: TrinoServer
+) -> None:
+    """Mode ``STRING`` writes what Flink's json writes ("NaN", "Infinity", "-Infinity"): Trino fails a query
+    reading such a column on the whole file (a finite row's value too); mode ``NULL``: every row, as written."""
+    src = create_source(spark, DB, session, "src_non_finite", NON_FINITE_ROWS)
+    for mode in ("STRING", "NULL"):
+        create_json_table(spark, DB, session, f"t_json_{mode.lower()}", mode)
+        _insert_batch(spark, f"INSERT INTO {DB}.t_json_{mode.lower()} SELECT * FROM {src}")
+    # Trino decodes the columns a query reads: one holding such a string fails the query on the whole file.
+    assert sorted(trino.query(f"SELECT id FROM {DB}.t_json_string")) == [[1], [2], [3], [4]]
+    for column in ("d", "f", "a", "r"):
+        with pytest.raises(TrinoQueryFailed, match=r"Current token \(VALUE_STRING\) not numeric"):
+            trino.query(f"SELECT {column} FROM {DB}.t_json_string WHERE id = 4")
+    rows = trino.query(f"SELECT id, d, CAST(f AS DOUBLE), a, r IS NULL, r.x, p FROM {DB}.t_json_null ORDER BY id")
+    assert same([(i, d, f, a, None if no_r else (x,), p) for i, d, f, a, no_r, x, p in rows], NULLED)
 
 
 def test_trino_counts_each_partition_from_the_statistics_sqlext_committed(

@@ -133,7 +133,13 @@ class BatchPlanner:
         ltz = ltz_columns([(c.name, c.type) for c in self.settings.table.physical_columns])
         physical = [(c.name, c.type, c.nullable) for c in self.settings.table.physical_columns]
         frame, spark_format, options = prepare_write(
-            self.settings.format, self.settings.format_options, writer_input, keys, ltz, physical
+            self.settings.format,
+            self.settings.format_options,
+            writer_input,
+            keys,
+            ltz,
+            physical,
+            str(self.settings.table.identifier),
         )
         if spark_format == "avro":
             from sqlext.connectors.filesystem.spark_avro import require

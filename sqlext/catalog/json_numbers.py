@@ -1,0 +1,115 @@
+"""NaN, Infinity and -Infinity in the json files sqlext writes: ``json.encode.non-finite-number.mode``.
+
+json has no number for them. Flink 2.3's json writer (and Spark's) writes the strings ``"NaN"``,
+``"Infinity"`` and ``"-Infinity"``, which Spark and Flink read back (Hive 4's JSON SerDe too, by its
+source); a Trino 476 query of such a column and pyarrow's json reader fail on the whole file that holds
+one (every row of it unreadable there), and so does Hive 3's hcatalog JSON SerDe by its source
+(``getDoubleValue`` on a string). So, by default (``FAIL``), a write holding one fails, naming table,
+column and value; ``STRING`` writes Flink's strings, ``NULL`` writes ``null`` (which every reader reads,
+the value lost). A DOUBLE or FLOAT inside an ARRAY, a MAP's value or a ROW is treated alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from sqlext.options import ConfigOption, enum_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType
+
+#: The option's key after the format's prefix ``json.``.
+NON_FINITE_KEY = "encode.non-finite-number.mode"
+FAIL, STRING, NULL = "FAIL", "STRING", "NULL"
+#: The values of ``json.encode.non-finite-number.mode``, in any case (as Flink's ``map-null-key.mode``).
+NON_FINITE_MODES = (FAIL, STRING, NULL)
+
+NON_FINITE_OPTION = ConfigOption(
+    f"json.{NON_FINITE_KEY}",
+    enum_type(*NON_FINITE_MODES),
+    FAIL,
+    "sqlext: what the writer does with a DOUBLE or FLOAT NaN, Infinity or -Infinity (json has no number for "
+    'them): FAIL the write naming table, column and value; STRING writes "NaN", "Infinity", "-Infinity" '
+    "(Flink's json form: Spark and Flink read it; Trino and pyarrow fail on the whole file); "
+    "NULL writes null (every reader reads it; the value is lost).",
+)
+
+
+def non_finite_mode(format_options: Mapping[str, str], prefix: str = "") -> str:
+    """The table's mode (``format_options``: the json options, ``json.`` stripped), checked: an unknown
+    value raises :class:`sqlext.errors.OptionError` naming the option, the value and the modes."""
+    raw = format_options.get(NON_FINITE_KEY)
+    return FAIL if raw is None else NON_FINITE_OPTION.parse(raw, key=f"{prefix}{NON_FINITE_OPTION.key}")
+
+
+def guard_non_finite(rows: DataFrame, mode: str, table: str, keys: Sequence[str] = ()) -> DataFrame:
+    """``rows`` with each non-finite DOUBLE/FLOAT (in the data columns, at any depth) failing the write
+    (``FAIL``, the message naming ``table``, the column and the value) or written as ``null`` (``NULL``);
+    ``STRING``: ``rows`` as they are (Spark's json writer writes Flink's strings)."""
+    guarded = [f.name for f in rows.schema.fields if f.name not in keys and _holds_floats(f.dataType)]
+    if mode == STRING or not guarded:
+        return rows
+    columns = []
+    for field in rows.schema.fields:
+        column = rows[f"`{field.name}`"]
+        if field.name in guarded:
+            column = _guarded(column, field.dataType, field.name, field.name, mode, table).alias(field.name)
+        columns.append(column)
+    return rows.select(*columns)
+
+
+def _holds_floats(data_type: DataType) -> bool:
+    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
+
+    if isinstance(data_type, DoubleType | FloatType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _holds_floats(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return _holds_floats(data_type.valueType)
+    if isinstance(data_type, StructType):
+        return any(_holds_floats(field.dataType) for field in data_type.fields)
+    return False
+
+
+def _guarded(column: Column, data_type: DataType, name: str, where: str, mode: str, table: str) -> Column:
+    """``column`` (of ``data_type``, at ``where`` inside the table's column ``name``) with its non-finite
+    values handled as ``mode`` says."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, ArrayType):
+        element = data_type.elementType
+        return F.transform(column, lambda e: _guarded(e, element, name, f"{where}[*]", mode, table))
+    if isinstance(data_type, MapType):
+        value_type = data_type.valueType
+        return F.transform_values(column, lambda _, v: _guarded(v, value_type, name, f"{where}[*]", mode, table))
+    if isinstance(data_type, StructType):
+        fields = [
+            (
+                _guarded(column[f.name], f.dataType, name, f"{where}.{f.name}", mode, table)
+                if _holds_floats(f.dataType)
+                else column[f.name]
+            ).alias(f.name)
+            for f in data_type.fields
+        ]
+        return F.when(column.isNull(), F.lit(None)).otherwise(F.struct(*fields))
+    non_finite = F.isnan(column) | (F.abs(column) == F.lit(float("inf")))
+    if mode == NULL:
+        return F.when(non_finite, F.lit(None)).otherwise(column)
+    at = "" if where == name else f" (at {where})"
+    failure = F.raise_error(
+        F.concat(
+            F.lit(f"Column '{name}'{at} of table {table} holds "),
+            column.cast("string"),
+            F.lit(
+                ", which json has no number for: Trino and pyarrow's json reader fail on the whole file that holds "
+                f"it. Set '{NON_FINITE_OPTION.key}' = '{STRING}' to write it as Flink's json does (the "
+                f'string "NaN", "Infinity" or "-Infinity", read back by Spark and Flink), or \'{NULL}\' to '
+                "write null; or filter such values out of the INSERT."
+            ),
+        )
+    )
+    return F.when(non_finite, failure).otherwise(column)
