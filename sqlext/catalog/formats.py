@@ -14,7 +14,7 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
   SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
   reads), decimals as numbers, bytes in base64, NULL fields as ``null``, a NaN or infinite DOUBLE/FLOAT
-  failing the write unless ``json.encode.non-finite-number.mode`` says otherwise
+  as Flink's string unless ``json.encode.non-finite-number.mode`` says otherwise
   (:mod:`sqlext.catalog.json_numbers`); the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark
   reads through the table's provider parameters.
 - **avro**: Spark's Avro writer (``spark-avro``) with Flink's schema as ``avroSchema``

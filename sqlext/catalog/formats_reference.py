@@ -112,8 +112,9 @@ Forms written:
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
-  (`json.encode.ignore-null-fields` = `true` omits them); a DOUBLE/FLOAT NaN or infinity fails the write
-  unless `json.encode.non-finite-number.mode` says `STRING` or `NULL` (see "Differences from Flink").
+  (`json.encode.ignore-null-fields` = `true` omits them); a DOUBLE/FLOAT NaN or infinity is written as
+  Flink writes it, a string, unless `json.encode.non-finite-number.mode` says `NULL` or `FAIL` (see
+  "Differences from Flink").
 - csv and json options are checked as Flink's formats check them (booleans `true`/`false` only; not both
   `csv.disable-quote-character` and `csv.quote-character`; `json.timestamp-format.standard` exactly `SQL` or
   `ISO-8601`; `json.map-null-key.mode` `FAIL`, `DROP` or `LITERAL`; not both `json.fail-on-missing-field`
@@ -303,13 +304,14 @@ and so do pyarrow's json reader ("changed from number to string") and, by its so
 `JsonSerDe`. No json form of these values is read by every reader (the bare tokens: Spark and pyarrow read
 them, Flink and Trino fail on them), so the table chooses:
 
-- `FAIL` (the default; Flink writes the strings): a batch holding one fails, naming the table, the column
-  (with its place inside an ARRAY, a MAP's values or a ROW, e.g. `a[*]`, `r.x`) and the value, and
-  nothing of it is committed; a file no Trino reader can read is never written unasked. Filter the values
-  out, or choose one of:
-- `STRING`: Flink's strings, as Flink writes them; Spark, Flink and sqlext's source read the values back;
-  pyarrow cannot read the file, nor Trino the column;
-- `NULL`: `null` (the value lost; in a `NOT NULL` column too), which every reader reads.
+- `STRING` (the default, what Flink writes and what sqlext wrote before the option): Flink's strings; Spark,
+  Flink and sqlext's source read the values back; pyarrow cannot read the file, nor Trino the column;
+- `NULL`: `null` (the value lost; in a `NOT NULL` column too), which every reader reads;
+- `FAIL`: a batch holding one fails, naming the table, the column (with its place inside an ARRAY, a MAP's
+  values or a ROW, e.g. `a[*]`, `r.x`) and the value, and nothing of it is committed, so no file a Trino
+  reader cannot read is written; filter the values out, or choose one of the others.
+
+A table read by Trino or pyarrow should declare `NULL` or `FAIL`.
 
 Verified: `tests/connectors/filesystem/test_json_non_finite.py` (what is committed in each mode; Spark
 through the HMS, sqlext's source and pyarrow), `test_trino.py` (Trino on `STRING`'s file and `NULL`'s),

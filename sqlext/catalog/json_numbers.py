@@ -4,9 +4,10 @@ json has no number for them. Flink 2.3's json writer (and Spark's) writes the st
 ``"Infinity"`` and ``"-Infinity"``, which Spark and Flink read back (Hive 4's JSON SerDe too, by its
 source); a Trino 476 query of such a column and pyarrow's json reader fail on the whole file that holds
 one (every row of it unreadable there), and so does Hive 3's hcatalog JSON SerDe by its source
-(``getDoubleValue`` on a string). So, by default (``FAIL``), a write holding one fails, naming table,
-column and value; ``STRING`` writes Flink's strings, ``NULL`` writes ``null`` (which every reader reads,
-the value lost). A DOUBLE or FLOAT inside an ARRAY, a MAP's value or a ROW is treated alike.
+(``getDoubleValue`` on a string). By default (``STRING``) sqlext writes Flink's strings, as Flink does and as
+sqlext did before the option (a running job keeps working after an upgrade, and its rows cost no check);
+``NULL`` writes ``null`` (which every reader reads, the value lost); ``FAIL`` fails a write holding one,
+naming table, column and value. A DOUBLE or FLOAT inside an ARRAY, a MAP's value or a ROW is treated alike.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ NON_FINITE_MODES = (FAIL, STRING, NULL)
 NON_FINITE_OPTION = ConfigOption(
     f"json.{NON_FINITE_KEY}",
     enum_type(*NON_FINITE_MODES),
-    FAIL,
+    STRING,
     "sqlext: what the writer does with a DOUBLE or FLOAT NaN, Infinity or -Infinity (json has no number for "
-    'them): FAIL the write naming table, column and value; STRING writes "NaN", "Infinity", "-Infinity" '
-    "(Flink's json form: Spark and Flink read it; Trino and pyarrow fail on the whole file); "
-    "NULL writes null (every reader reads it; the value is lost).",
+    'them): STRING writes "NaN", "Infinity", "-Infinity" (Flink\'s json form: Spark and Flink read it; '
+    "Trino and pyarrow fail on the whole file); NULL writes null (every reader reads it; the value is lost); "
+    "FAIL fails the write naming table, column and value.",
 )
 
 
@@ -41,7 +42,7 @@ def non_finite_mode(format_options: Mapping[str, str], prefix: str = "") -> str:
     """The table's mode (``format_options``: the json options, ``json.`` stripped), checked: an unknown
     value raises :class:`sqlext.errors.OptionError` naming the option, the value and the modes."""
     raw = format_options.get(NON_FINITE_KEY)
-    return FAIL if raw is None else NON_FINITE_OPTION.parse(raw, key=f"{prefix}{NON_FINITE_OPTION.key}")
+    return STRING if raw is None else NON_FINITE_OPTION.parse(raw, key=f"{prefix}{NON_FINITE_OPTION.key}")
 
 
 def guard_non_finite(rows: DataFrame, mode: str, table: str, keys: Sequence[str] = ()) -> DataFrame:

@@ -160,3 +160,63 @@ def test_columns_missing_from_a_source_file_read_as_null_extra_ones_are_not_read
     ]
     [partition] = hms.get_partitions_by_names("hostile_db", "t_narrow", ["dt=2026-11-22/hr=00"])
     assert partition.parameters["numRows"] == str(ROWS_PER_HOUR + 1)
+
+
+#: Flink's avro form of the source's columns (nullable unions; TIMESTAMP(3) as timestamp-millis).
+AVRO_EVENT_SCHEMA = {
+    "type": "record",
+    "name": "record",
+    "fields": [
+        {"name": "id", "type": ["null", "long"], "default": None},
+        {"name": "user_id", "type": ["null", "string"], "default": None},
+        {"name": "amount", "type": ["null", "double"], "default": None},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}], "default": None},
+    ],
+}
+
+
+def _avro_hour(directory: Path, hour: int) -> Path:
+    """One hour of events as an avro file written by fastavro (as another producer of the files would)."""
+    import fastavro
+
+    base, first = START.replace(hour=hour), hour * ROWS_PER_HOUR
+    records = [
+        {"id": i, "user_id": f"u{i % 7}", "amount": i / 10, "ts": base.replace(minute=n * 5)}
+        for n, i in enumerate(range(first, first + ROWS_PER_HOUR))
+    ]
+    path = directory / f"events-{base:%Y%m%d%H}.avro"
+    with path.open("wb") as out:
+        fastavro.writer(out, fastavro.parse_schema(AVRO_EVENT_SCHEMA), records)
+    return path
+
+
+def test_a_corrupt_avro_source_file_stops_the_insert_naming_it_then_a_rerun_skips_it(
+    sql: Any, spark: Any, hms: MetastoreClient, tmp_path: Path
+) -> None:
+    from tests.support.interop import add_spark_avro
+
+    add_spark_avro(spark)
+    input_dir = tmp_path / "input"
+    input_dir.mkdir()
+    first = _avro_hour(input_dir, 0)
+    hostile = input_dir / "events-hostile.avro"
+    hostile.write_bytes(b"not an avro file " * 50)
+    _avro_hour(input_dir, 1)
+    stamp = os.stat(first).st_mtime + 0.5  # between the two hours, as Spark takes files oldest first
+    os.utime(hostile, (stamp, stamp))
+    _create_tables(sql, tmp_path, "t_avro")
+    sql("ALTER TABLE hostile_db.t_avro_src SET ('format' = 'avro')")
+
+    failed = _insert(sql, "t_avro")
+
+    failure = str(failed.exception())
+    assert hostile.as_uri() in failure, failure[-3000:]
+    hint = failure_hint(failure)
+    assert f"source file {hostile.as_uri()} could not be read" in hint and "source.ignore-corrupt-files" in hint
+    _assert_committed_exactly(spark, hms, "t_avro", tmp_path / "table", list(range(ROWS_PER_HOUR)))
+
+    sql("ALTER TABLE hostile_db.t_avro_src SET ('source.ignore-corrupt-files' = 'true')")
+    finished = _insert(sql, "t_avro")
+
+    assert finished.exception() is None
+    _assert_committed_exactly(spark, hms, "t_avro", tmp_path / "table", list(range(2 * ROWS_PER_HOUR)))

@@ -1,7 +1,7 @@
 """NaN, Infinity and -Infinity in a json table (``json.encode.non-finite-number.mode``, issue 56): what an
 INSERT commits in each mode and what Spark (through the HMS), sqlext's source and pyarrow's json reader read
 back. Trino's reads are in ``test_trino.py``; Flink's (its json writer writes the strings ``"NaN"``,
-``"Infinity"``, ``"-Infinity"``, which mode ``STRING`` writes) in ``test_flink_files.py``."""
+``"Infinity"``, ``"-Infinity"``, which mode ``STRING``, the default, writes) in ``test_flink_files.py``."""
 
 from __future__ import annotations
 
@@ -72,11 +72,11 @@ def _arrow_rows(path: Path) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["d"], r["f"], r["a"], None if r["r"] is None else (r["r"]["x"],), "a") for r in rows)
 
 
-def test_by_default_a_non_finite_value_fails_the_insert_naming_table_column_and_value(
+def test_mode_fail_fails_an_insert_holding_one_naming_table_column_and_value(
     spark: Any, hms: MetastoreClient, source: tuple[Path, str]
 ) -> None:
     root, src = source
-    path = create_json_table(spark, DB, root, "t_fail", None)
+    path = create_json_table(spark, DB, root, "t_fail", "FAIL")
     with pytest.raises(Exception) as failure:
         _insert(spark, f"INSERT INTO {DB}.t_fail SELECT * FROM {src}")
     message = str(failure.value)
@@ -98,11 +98,11 @@ def test_a_non_finite_value_inside_an_array_is_named_by_its_place(
     assert hms.get_partition_names(DB, "t_nested") == []
 
 
-def test_mode_string_writes_flinks_strings_which_spark_reads_back_and_pyarrow_fails_on(
+def test_by_default_flinks_strings_are_written_which_spark_reads_back_and_pyarrow_fails_on(
     spark: Any, hms: MetastoreClient, source: tuple[Path, str]
 ) -> None:
     root, src = source
-    path = create_json_table(spark, DB, root, "t_string", "STRING")
+    path = create_json_table(spark, DB, root, "t_string", None)  # the default, STRING
     _insert(spark, f"INSERT INTO {DB}.t_string SELECT * FROM {src}")
     assert hms.get_partition_names(DB, "t_string") == ["p=a"]
     assert data_lines(path) == [
