@@ -201,9 +201,10 @@ def test_a_corrupt_avro_source_file_stops_the_insert_naming_it_then_a_rerun_skip
     first = _avro_hour(input_dir, 0)
     hostile = input_dir / "events-hostile.avro"
     hostile.write_bytes(b"not an avro file " * 50)
-    _avro_hour(input_dir, 1)
-    stamp = os.stat(first).st_mtime + 0.5  # between the two hours, as Spark takes files oldest first
+    second = _avro_hour(input_dir, 1)
+    stamp = os.stat(first).st_mtime + 1  # Spark takes files oldest first: the hostile one between the hours
     os.utime(hostile, (stamp, stamp))
+    os.utime(second, (stamp + 1, stamp + 1))
     _create_tables(sql, tmp_path, "t_avro")
     sql("ALTER TABLE hostile_db.t_avro_src SET ('format' = 'avro')")
 
