@@ -1,20 +1,32 @@
 """WebHDFS with SPNEGO on the kerberized mini HDFS (a real MIT KDC on loopback): a Python process without a JVM or
 libhdfs (as Spark's Python workers of format('sqlext') and SDP sinks) lists, writes, renames and reads files
 through :mod:`sqlext.io.arrowfs` logged in from a keytab; without a ticket, with a keytab of another principal,
-or without Kerberos in its settings, it is told what to set."""
+or without Kerberos in its settings, it is told what to set. And a ``format("sqlext")`` stream whose table is on
+the kerberized HDFS: its Python workers write and commit there through WebHDFS with the session's keytab."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 
+from sqlext.catalog.metastore import kerberos
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.catalog.metastore.kerberos import MetastoreAuth
+from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.io import arrowfs
+from sqlext.io.fs import BACKEND_ENV
 from tests.support.kdc import Kdc
-from tests.support.kerberized_hdfs import WAREHOUSE, KerberizedHdfs
+from tests.support.kerberized_hdfs import METASTORE_PRINCIPAL, WAREHOUSE, KerberizedHdfs
+from tests.support.streams import write_hourly_events
+from tests.support.tables import create_in_hms, events_table
 
 pytestmark = [pytest.mark.hdfs, pytest.mark.kerberos, pytest.mark.slow]
 
@@ -161,3 +173,62 @@ def test_a_namenode_reached_by_a_name_its_http_principal_lacks_refuses_the_login
     assert f"HTTP/localhost@{kdc.realm} not found in Kerberos database" in message
     assert "dfs.web.authentication.kerberos.principal" in message and "dfs.namenode.http-address" in message
     assert result["option"] == "hadoop.security.authentication"
+
+
+@pytest.mark.spark
+def test_format_sqlext_writes_and_commits_a_table_on_a_kerberized_hdfs_through_webhdfs(
+    kerberized_hdfs: KerberizedHdfs,
+    kerberized_hdfs_metastore: MetastoreSettings,
+    kdc: Kdc,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The writers and the driver-side commit run in Spark's Python workers (no libhdfs here: WebHDFS), logged
+    in from the session's spark.kerberos.keytab, which sqlext.register hands them with the Hadoop keys."""
+    principal, keytab = kdc.principal("webhdfs-etl")
+    auth = MetastoreAuth(True, METASTORE_PRINCIPAL, principal, str(keytab))
+    conf = {
+        **kerberized_hdfs.client_conf(),
+        kerberos.SASL_ENABLED: "true",
+        kerberos.SERVER_PRINCIPAL: METASTORE_PRINCIPAL,
+        kerberos.CLIENT_PRINCIPAL: principal,
+        kerberos.CLIENT_KEYTAB: str(keytab),
+    }
+    uri = f"{kerberized_hdfs.uri}{WAREHOUSE}/dskrb/events"
+    local = events_table("dskrb", "events", tmp_path / "unused")
+    table = dataclasses.replace(local, options={**local.options, "path": uri})
+    # CREATE TABLE looks at the path (through WebHDFS in this process, with the keytab; the login's
+    # KRB5CCNAME / KRB5_CLIENT_KTNAME are put back after the test).
+    monkeypatch.setenv(BACKEND_ENV, "pyarrow")
+    monkeypatch.setenv("ARROW_LIBHDFS_DIR", str(tmp_path / "no-libhdfs"))
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'no-ticket'}")
+    monkeypatch.setenv("KRB5_CLIENT_KTNAME", "")
+    monkeypatch.setattr(arrowfs, "_settings", arrowfs.hadoop_settings(conf))
+    with MetastoreClient(kerberized_hdfs_metastore.uri, auth=auth) as client:
+        create_in_hms(client, table)
+    write_hourly_events(tmp_path / "input", datetime(2026, 11, 22), hours=2, rows_per_hour=5)
+    command = [sys.executable, "-m", "tests.support.datasource_job", kerberized_hdfs_metastore.uri, "dskrb.events"]
+    command += [str(tmp_path / "input"), str(tmp_path / "checkpoint"), *(f"{k}={v}" for k, v in conf.items())]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "KRB5_CONFIG": str(kdc.krb5_conf),
+        "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+    }
+    env.pop("KRB5_CLIENT_KTNAME", None)
+    done = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+
+    assert done.returncode == 0, done.stderr[-4000:]
+    expected = ["dt=2026-11-22/hr=00", "dt=2026-11-22/hr=01"]
+    with MetastoreClient(kerberized_hdfs_metastore.uri, auth=auth) as client:
+        assert sorted(client.get_partition_names("dskrb", "events")) == expected
+    # On HDFS, as HDFS lists them: data files and _SUCCESS in each partition, owned by the keytab's user.
+    owners = kerberized_hdfs.owners(principal, keytab, f"{WAREHOUSE}/dskrb/events")
+    for partition in expected:
+        names = {path.rsplit("/", 1)[1] for path in owners if f"/{partition}/" in path}
+        assert "_SUCCESS" in names and any(name.startswith("part-") for name in names), (partition, owners)
+    assert set(owners.values()) == {"webhdfs-etl"}
+    copied = tmp_path / "events"
+    kerberized_hdfs.shell(principal, keytab, "-copyToLocal", f"{WAREHOUSE}/dskrb/events", str(copied))
+    rows = ds.dataset(copied, format="parquet", partitioning="hive", exclude_invalid_files=True).to_table()
+    assert sorted(rows.column("id").to_pylist()) == list(range(10))
