@@ -14,7 +14,9 @@ executors and its driver-side commit, which runs in a Python worker) and the CLI
   ``fs.s3a.bucket.<bucket>.<key>`` first); without keys, pyarrow's default AWS credential chain;
 - ``hdfs://`` — pyarrow's libhdfs client (it needs ``libhdfs.so``, a JVM and ``CLASSPATH`` of its own); where
   it cannot load, the NameNode's WebHDFS API through fsspec (the ``webhdfs`` extra, :mod:`sqlext.io.webhdfs`)
-  at ``dfs.namenode.http-address`` (or its per-nameservice forms);
+  at ``dfs.namenode.http-address`` (or its per-nameservice forms), with SPNEGO where
+  ``hadoop.security.authentication=kerberos`` (:mod:`sqlext.io.webhdfs_kerberos`: the login of
+  ``spark.kerberos.principal`` / ``spark.kerberos.keytab``, else the ticket cache);
 - anything else pyarrow parses (``gs://``, ``abfs://``) with pyarrow's own configuration.
 
 Other schemes fail with :class:`sqlext.errors.FileSystemError` naming the scheme and what serves it.
@@ -30,7 +32,7 @@ from urllib.parse import quote, urlparse
 import pyarrow.fs as pafs
 
 from sqlext.errors import FileSystemError
-from sqlext.io import webhdfs
+from sqlext.io import webhdfs, webhdfs_kerberos
 
 HADOOP_PREFIX = "spark.hadoop."
 
@@ -38,19 +40,32 @@ _settings: dict[str, str] = {}
 _lock = threading.Lock()
 
 
+def carried(conf: Mapping[str, str]) -> dict[str, str]:
+    """The keys of a Spark conf that a process without a JVM needs to reach the job's storage: its
+    ``spark.hadoop.*`` keys and the job's Kerberos login (``spark.kerberos.principal`` / ``.keytab``)."""
+    return {
+        key: value
+        for key, value in conf.items()
+        if key.startswith(HADOOP_PREFIX) or (key in webhdfs_kerberos.LOGIN_KEYS and value)
+    }
+
+
 def hadoop_settings(conf: Mapping[str, str]) -> dict[str, str]:
-    """The Hadoop keys of a Spark conf: ``spark.hadoop.<key>`` as ``<key>``."""
-    return {key[len(HADOOP_PREFIX) :]: value for key, value in conf.items() if key.startswith(HADOOP_PREFIX)}
+    """The Hadoop keys of a Spark conf (``spark.hadoop.<key>`` as ``<key>``) and its Kerberos login keys (as
+    they are)."""
+    found = {key[len(HADOOP_PREFIX) :]: value for key, value in conf.items() if key.startswith(HADOOP_PREFIX)}
+    return found | {key: conf[key] for key in webhdfs_kerberos.LOGIN_KEYS if conf.get(key)}
 
 
 def configure(conf: Mapping[str, str]) -> None:
-    """Give the fallback the Hadoop settings of a Spark conf (its ``spark.hadoop.*`` keys); idempotent."""
+    """Give the fallback the Hadoop settings of a Spark conf (its ``spark.hadoop.*`` keys, and the Kerberos
+    login keys); idempotent."""
     with _lock:
         _settings.update(hadoop_settings(conf))
 
 
 def settings() -> dict[str, str]:
-    """The Hadoop settings the fallback uses (bare Hadoop keys)."""
+    """The settings the fallback uses (bare Hadoop keys, and ``spark.kerberos.principal`` / ``.keytab``)."""
     with _lock:
         return dict(_settings)
 

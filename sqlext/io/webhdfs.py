@@ -12,7 +12,9 @@ fallback is given (``spark.hadoop.<key>``):
   namenode of ``dfs.ha.namenodes.<nameservice>``, the first that is not a standby; a federated nameservice
   without HA: ``dfs.namenode.http-address.<nameservice>``.
 
-The user is ``HADOOP_USER_NAME``, else the process's user (simple authentication; Kerberos is not supported).
+The user is ``HADOOP_USER_NAME``, else the process's user (simple authentication). With
+``hadoop.security.authentication=kerberos`` the user is the Kerberos login's, through SPNEGO
+(:mod:`sqlext.io.webhdfs_kerberos`: the job's keytab, else the ticket cache).
 
 Rename is the NameNode's ``RENAME`` (one metadata operation, atomic as with Hadoop's client): a file onto an
 existing file is replaced with ``RENAME`` and ``renameoptions=OVERWRITE``, as Hadoop's ``FileContext.rename``
@@ -31,6 +33,7 @@ from urllib.parse import urlparse
 import pyarrow.fs as pafs
 
 from sqlext.errors import FileSystemError
+from sqlext.io import webhdfs_kerberos
 
 #: Hadoop's default NameNode HTTP port (``dfs.namenode.http-address``'s default, ``0.0.0.0:9870``).
 DEFAULT_HTTP_PORT = 9870
@@ -85,12 +88,23 @@ def filesystem(uri: str, conf: Mapping[str, str]) -> pafs.FileSystem:
     """A ``pyarrow.fs`` filesystem reaching ``uri``'s NameNode through WebHDFS (the first that is active)."""
     from pyarrow.fs import FSSpecHandler, PyFileSystem
 
+    kerberized = webhdfs_kerberos.enabled(conf)
+    who = webhdfs_kerberos.login(conf) if kerberized else None
     errors = []
     for address in http_addresses(uri, conf):
         host, _, port = address.rpartition(":")
-        client = _client_class()(host=host, port=int(port), user=user(), skip_instance_cache=True)
+        client = _client_class()(
+            host=host,
+            port=int(port),
+            user=None if kerberized else user(),
+            kerberos=kerberized,
+            skip_instance_cache=True,
+        )
+        client.refusal = lambda said, address=address: webhdfs_kerberos.refused(address, conf, who, said)
         try:
             client.info("/")
+        except FileSystemError:
+            raise  # refused, not unreachable: another NameNode would refuse the same login
         except Exception as exc:  # a standby NameNode (StandbyException), or nothing listening
             errors.append(f"{address}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
             continue
@@ -120,6 +134,20 @@ def _client_class() -> Any:
             info = WebHDFS._process_info(info)
             info["mtime"] = datetime.fromtimestamp(info["modificationTime"] / 1000, tz=UTC)
             return info
+
+        #: What a refused login (HTTP 401) is said as (set by :func:`filesystem`).
+        refusal: Any = None
+
+        def _call(self, op: str, method: str = "get", path: str | None = None, **kwargs: Any) -> Any:
+            from requests import HTTPError
+
+            try:
+                return super()._call(op, method, path, **kwargs)
+            except HTTPError as exc:
+                if exc.response is None or exc.response.status_code != 401 or self.refusal is None:
+                    raise
+                said = " ".join((exc.response.reason or str(exc)).split())
+                raise FileSystemError(self.refusal(said), option=webhdfs_kerberos.AUTHENTICATION) from None
 
         def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
             if self.isdir(path2):

@@ -387,7 +387,7 @@ def register(spark: Any) -> None:
     if deadline:
         defaults[RETRY_DEADLINE_OPTION] = deadline
     session_conf = _session_conf(spark)
-    hadoop = {key: value for key, value in session_conf.items() if key.startswith(arrowfs.HADOOP_PREFIX)}
+    hadoop = arrowfs.carried(session_conf)  # the Hadoop keys, and the Kerberos login for WebHDFS
     secured = security.settings_of({**config.values, **session_conf})
     attributes = {"defaults": defaults, "hadoop": hadoop, "metastore_security": secured}
     source = type("SqlextDataSource", (SqlextDataSource,), attributes)

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sqlext.errors import FileSystemError
-from sqlext.io import arrowfs, webhdfs
+from sqlext.errors import ConfigError, FileSystemError
+from sqlext.io import arrowfs, webhdfs, webhdfs_kerberos
 from sqlext.io.fs import BACKEND_ENV, FileSystem, backend_name, join
 from tests.support.waiting import free_port
 
@@ -257,3 +257,33 @@ def test_a_python_worker_without_s3a_credential_keys_is_told_where_its_credentia
     assert arrowfs.default_credentials_note("s3a://bucket/t", per_bucket) is None
     assert arrowfs.default_credentials_note("s3a://other/t", per_bucket) is not None
     assert arrowfs.default_credentials_note("hdfs://nn:8020/t", {}) is None
+
+
+def test_the_kerberos_login_keys_travel_with_the_hadoop_keys_to_processes_without_a_jvm() -> None:
+    conf = {
+        "spark.hadoop.hadoop.security.authentication": "kerberos",
+        "spark.kerberos.principal": "etl@EXAMPLE.COM",
+        "spark.kerberos.keytab": "/keytabs/etl.keytab",
+        "spark.kerberos.access.hadoopFileSystems": "hdfs://other",
+        "spark.master": "local[2]",
+    }
+    carried = arrowfs.carried(conf)
+    assert carried == {key: conf[key] for key in list(conf)[:3]}
+    assert arrowfs.hadoop_settings(carried) == {
+        "hadoop.security.authentication": "kerberos",
+        "spark.kerberos.principal": "etl@EXAMPLE.COM",
+        "spark.kerberos.keytab": "/keytabs/etl.keytab",
+    }
+    assert webhdfs_kerberos.enabled(arrowfs.hadoop_settings(carried))
+    assert not webhdfs_kerberos.enabled({"hadoop.security.authentication": "simple"})
+
+
+def test_a_half_given_or_missing_keytab_login_for_webhdfs_names_the_key(tmp_path: Path) -> None:
+    half = re.escape("'spark.kerberos.principal' is set but 'spark.kerberos.keytab' is not")
+    with pytest.raises(ConfigError, match=half):
+        webhdfs_kerberos.login({"spark.kerberos.principal": "etl@EXAMPLE.COM"})
+    pytest.importorskip("gssapi", reason="the kerberos extra")
+    pytest.importorskip("requests_kerberos", reason="the kerberos extra")
+    missing = tmp_path / "etl.keytab"
+    with pytest.raises(ConfigError, match=re.escape(f"The keytab '{missing}' (spark.kerberos.keytab) does not exist")):
+        webhdfs_kerberos.login({"spark.kerberos.principal": "etl@EXAMPLE.COM", "spark.kerberos.keytab": str(missing)})

@@ -122,8 +122,16 @@ def start_kerberized_hdfs(kdc: Kdc, home: Path) -> KerberizedHdfs:
         "dfs.namenode.keytab.file": str(keytab),
         "dfs.datanode.kerberos.principal": principal,
         "dfs.datanode.keytab.file": str(keytab),
+        # WebHDFS with SPNEGO (a kerberized NameNode's HTTP server takes Hadoop's hadoop.http.authentication.*
+        # settings: with its default type, simple, it lets requests through unauthenticated and WebHDFS then
+        # refuses them with 403 "Security enabled but user not authenticated by filter").
+        "dfs.webhdfs.enabled": "true",
         "dfs.web.authentication.kerberos.principal": http_principal,
         "dfs.web.authentication.kerberos.keytab": str(http_keytab),
+        "hadoop.http.authentication.type": "kerberos",
+        "hadoop.http.authentication.kerberos.principal": http_principal,
+        "hadoop.http.authentication.kerberos.keytab": str(http_keytab),
+        "hadoop.http.authentication.simple.anonymous.allowed": "false",
         "dfs.block.access.token.enable": "true",
         "dfs.data.transfer.protection": "authentication",
         "ignore.secure.ports.for.testing": "true",

@@ -98,7 +98,7 @@ def _hadoop_conf(spark: Any) -> dict[str, str]:
         conf = dict(spark.conf.getAll)
     except Exception:  # an older Connect server without GetAll
         conf = {}
-    return {key: value for key, value in conf.items() if key.startswith(arrowfs.HADOOP_PREFIX)}
+    return arrowfs.carried(conf)
 
 
 _registered: set[int] = set()
