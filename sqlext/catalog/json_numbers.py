@@ -49,8 +49,10 @@ def guard_non_finite(rows: DataFrame, mode: str, table: str, keys: Sequence[str]
     """``rows`` with each non-finite DOUBLE/FLOAT (in the data columns, at any depth) failing the write
     (``FAIL``, the message naming ``table``, the column and the value) or written as ``null`` (``NULL``);
     ``STRING``: ``rows`` as they are (Spark's json writer writes Flink's strings)."""
+    if mode == STRING:  # the default: no look at the schema on a json write's path
+        return rows
     guarded = [f.name for f in rows.schema.fields if f.name not in keys and _holds_floats(f.dataType)]
-    if mode == STRING or not guarded:
+    if not guarded:
         return rows
     columns = []
     for field in rows.schema.fields:
