@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlext.errors import ConfigError
+from sqlext.runtime.gss import gss_text
 
 #: The one SASL GSSAPI security layer offered: none (RFC 4752 section 3.3).
 LAYER_NONE = 1
@@ -73,7 +74,7 @@ class GssapiNegotiation:
             credentials = gssapi.Credentials(name=name, usage="accept", store=store)
         except gssapi.exceptions.GSSError as exc:
             raise KerberosLoginRefused(
-                f"the gateway cannot accept as {acceptor.own_principal} with keytab {acceptor.keytab}: {_text(exc)}"
+                f"the gateway cannot accept as {acceptor.own_principal} with keytab {acceptor.keytab}: {gss_text(exc)}"
             ) from None
         self._context = gssapi.SecurityContext(creds=credentials, usage="accept")
 
@@ -94,7 +95,7 @@ class GssapiNegotiation:
             send(bytes(self._context.wrap(offer, False).message))
             answer = bytes(self._context.unwrap(receive()).message)
         except self._gssapi.exceptions.GSSError as exc:
-            raise KerberosLoginRefused(f"GSSAPI: {_text(exc)}") from None
+            raise KerberosLoginRefused(f"GSSAPI: {gss_text(exc)}") from None
         if len(answer) < 4 or not answer[0] & LAYER_NONE:
             raise KerberosLoginRefused("the client chose a SASL security layer other than none (qop=auth)")
         return short_name(str(self._context.initiator_name))
@@ -103,8 +104,3 @@ class GssapiNegotiation:
 def short_name(principal: str) -> str:
     """``alice@REALM`` and ``alice/host@REALM`` -> ``alice`` (Hadoop's default auth_to_local rule)."""
     return principal.split("@", 1)[0].split("/", 1)[0]
-
-
-def _text(exc: Exception) -> str:
-    generator = getattr(exc, "gen_message", None)
-    return " ".join(str(generator() if callable(generator) else exc).split())

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlext.errors import ConfigError, FileSystemError
+from sqlext.runtime.gss import gss_text
 
 AUTHENTICATION = "hadoop.security.authentication"
 PRINCIPAL = "spark.kerberos.principal"
@@ -61,7 +62,7 @@ def login(conf: Mapping[str, str]) -> str:
     except gssapi.exceptions.GSSError as exc:
         raise FileSystemError(
             f"Kerberos: there is no Kerberos ticket for WebHDFS ({AUTHENTICATION}=kerberos) in the ticket cache "
-            f"{_ccache()}: {_LOGIN_HINT} (GSSAPI said: {_gss_text(exc)}).",
+            f"{_ccache()}: {_LOGIN_HINT} (GSSAPI said: {gss_text(exc)}).",
             option=KEYTAB,
         ) from None
     if not lifetime:
@@ -87,7 +88,7 @@ def _keytab_login(gssapi: Any, principal: str, keytab: str) -> str:
                 raise FileSystemError(
                     f"Kerberos: the WebHDFS login as {principal} from the keytab {keytab} failed: check {PRINCIPAL} "
                     f"and {KEYTAB} (klist -kt {keytab} lists the principals it holds keys for; kinit -kt {keytab} "
-                    f"{principal} says the same in the shell) (GSSAPI said: {_gss_text(exc)}).",
+                    f"{principal} says the same in the shell) (GSSAPI said: {gss_text(exc)}).",
                     option=KEYTAB,
                     value=keytab,
                 ) from None
@@ -124,7 +125,7 @@ def _service_ticket_problem(host: str) -> str:
         target = gssapi.Name(f"HTTP@{host}", gssapi.NameType.hostbased_service)
         gssapi.SecurityContext(name=target, usage="initiate").step()
     except gssapi.exceptions.GSSError as exc:
-        return f"; getting a ticket for HTTP/{host} failed: {_gss_text(exc)}"
+        return f"; getting a ticket for HTTP/{host} failed: {gss_text(exc)}"
     return ""
 
 
@@ -143,9 +144,3 @@ def _gssapi() -> Any:
 
 def _ccache() -> str:
     return os.environ.get("KRB5CCNAME") or "(the default, KRB5CCNAME unset)"
-
-
-def _gss_text(exc: Exception) -> str:
-    generator = getattr(exc, "gen_message", None)
-    text = generator() if callable(generator) else str(exc)
-    return " ".join(str(text).split())

@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlext.config import conf_flag
 from sqlext.errors import ConfigError, MetastoreError
+from sqlext.runtime.gss import gss_text
 
 SASL_ENABLED = "spark.sqlext.metastore.sasl.enabled"
 SERVER_PRINCIPAL = "spark.sqlext.metastore.kerberos.principal"
@@ -316,7 +317,7 @@ def explain(exc: Exception, auth: MetastoreAuth, doing: str, service: str | None
         if auth.client_keytab
         else "the ticket cache " + (os.environ.get("KRB5CCNAME") or "(the default, KRB5CCNAME unset)")
     )
-    detail = _gss_text(exc)
+    detail = gss_text(exc)
     hint = _MINOR_HINTS.get(minor) if isinstance(minor, int) else None
     if hint is None and _no_credentials(detail):
         hint = (
@@ -333,9 +334,3 @@ def explain(exc: Exception, auth: MetastoreAuth, doing: str, service: str | None
 def _no_credentials(detail: str) -> bool:
     text = detail.lower()
     return "no kerberos credentials" in text or "no credentials" in text or "credentials cache" in text
-
-
-def _gss_text(exc: Exception) -> str:
-    generator = getattr(exc, "gen_message", None)
-    text = generator() if callable(generator) else str(exc)
-    return " ".join(str(text).split())
