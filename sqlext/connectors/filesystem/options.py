@@ -184,6 +184,14 @@ STREAMING_SOURCE_READ_RECOMMITS = ConfigOption(
     "sqlext: when a partition that was read is committed again (late data), read the files that commit added, "
     "once. Flink never reads rows added to a partition after it was read (false).",
 )
+STREAMING_SOURCE_READ_RECOMMITS_RETAINED = ConfigOption(
+    "streaming-source.read-recommits.retained-partitions",
+    INT,
+    1000,
+    "sqlext: with 'streaming-source.read-recommits', how many of the partitions read last the source's offset "
+    "keeps the read files of (the offset is in every checkpoint, so this bounds its size: about 60 bytes a "
+    "file). A re-commit of a partition read before those is not read, as in Flink.",
+)
 
 ROLLING_FILE_SIZE = ConfigOption(
     "sink.rolling-policy.file-size",
@@ -444,6 +452,7 @@ STREAMING_SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     STREAMING_SOURCE_CONSUME_ORDER,
     STREAMING_SOURCE_CONSUME_START_OFFSET,
     STREAMING_SOURCE_READ_RECOMMITS,
+    STREAMING_SOURCE_READ_RECOMMITS_RETAINED,
 )
 
 SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (

@@ -181,6 +181,32 @@ def test_without_read_recommits_a_read_partition_is_never_read_again_and_the_off
     assert second == first and read == [] and "read" not in first
 
 
+def test_the_offset_keeps_the_read_files_of_the_partitions_read_last_only() -> None:
+    settings = _settings(**{"streaming-source.read-recommits.retained-partitions": "2"})
+    listing = Listing()
+    listing.files = {f"dt=a/hr={hr}": [f"f{hr}"] for hr in "123"}
+    offset, _ = _advance(initial_offset(settings), [_partition("a", "1")], settings, listing)
+    offset, _ = _advance(offset, [_partition("a", "1"), _partition("a", "2")], settings, listing)
+    # hr=1 re-committed: read, and moved to the newest end of what the offset keeps
+    listing.files["dt=a/hr=1"] = ["f1", "late1"]
+    offset, read = _advance(offset, [_partition("a", "1", signature="s2"), _partition("a", "2")], settings, listing)
+    assert read == ["dt=a/hr=1/late1"] and list(offset["read"]) == ["dt=a/hr=2", "dt=a/hr=1"]
+    everything = [_partition("a", "1", signature="s2"), _partition("a", "2"), _partition("a", "3")]
+    offset, read = _advance(offset, everything, settings, listing)
+    assert read == ["dt=a/hr=3/f3"] and list(offset["read"]) == ["dt=a/hr=1", "dt=a/hr=3"]
+    # hr=2 left the offset: its re-commit is not read (as in Flink); hr=1's still is
+    listing.files["dt=a/hr=2"] = ["f2", "late2"]
+    listing.files["dt=a/hr=1"] = ["f1", "late1", "later1"]
+    recommitted = [_partition("a", "1", signature="s3"), _partition("a", "2", signature="s2"), _partition("a", "3")]
+    offset, read = _advance(offset, recommitted, settings, listing)
+    assert read == ["dt=a/hr=1/later1"] and len(offset["read"]) == 2
+
+
+def test_retained_partitions_below_one_is_refused() -> None:
+    with pytest.raises(OptionError, match=r"read-recommits\.retained-partitions"):
+        _settings(**{"streaming-source.read-recommits.retained-partitions": "0"})
+
+
 def test_a_checkpoint_of_another_order_is_refused() -> None:
     start = initial_offset(_settings())
     with pytest.raises(OptionError, match="partition-order"):

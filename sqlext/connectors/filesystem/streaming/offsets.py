@@ -5,6 +5,7 @@ and the progress an offset carries (:func:`batch_progress`, :func:`latest_report
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ def next_offset(
                 added = [name for name in listed if name not in done]
                 if added and merged_of is not None:
                     added = _not_merged_from_read(partition, added, done, merged_of(partition))
+                # Moved to the end: the entries the offset keeps are those of the partitions read last.
+                del read[partition.name]
                 read[partition.name] = {"sig": partition.signature, "files": sorted(done | set(listed))}
                 if added:
                     batch.append(_batch_entry(partition, added))
@@ -86,6 +89,7 @@ def next_offset(
             newest, newest_names = partition_key, set()
         if partition_key == newest:
             newest_names.add(partition.name)
+    _retain_newest(read, settings.recommits_retained)
     if not batch and newest == key and newest_names == seen and read == start.get("read", {}):
         return dict(start)
     offset: dict[str, Any] = {
@@ -106,6 +110,13 @@ def next_offset(
     if read_ms is not None:
         offset["commit_ms"] = read_ms
     return offset
+
+
+def _retain_newest(read: dict[str, dict[str, Any]], retained: int) -> None:
+    """Keep the read files of the ``retained`` partitions read last (``read`` is in reading order), so that the
+    offset, written into the checkpoint at every micro-batch, stays bounded on a table read for years."""
+    for name in list(itertools.islice(read, max(0, len(read) - retained))):
+        del read[name]
 
 
 def unread_names(
