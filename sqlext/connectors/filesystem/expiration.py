@@ -7,6 +7,19 @@ trigger reads it) or ``update-time`` (its last commit in the commit log; without
 metastore policy stored). Candidates are the partitions the HMS lists; a partition still pending commit (in
 the commit log: written by a batch, not committed since; or in the running insert's trigger) is left alone.
 
+With ``values-time`` a check does not list the table each time (that grew with the table): the first check
+of an expirer lists every partition name and keeps the oldest ones, up to
+:data:`~sqlext.connectors.filesystem.expiration_horizon.HORIZON_SIZE`, in a
+:class:`~sqlext.connectors.filesystem.expiration_horizon.Horizon` whose bound every other one is at or
+after. The next checks fetch by name the kept partitions older than the due cutoff (one gone from the HMS
+leaves the horizon; each is checked again from its fetched values) and add the partitions the commit log of
+any writing query shows committed since, when older than the bound. A check lists the names again when the
+cutoff passes the bound (more partitions may be due than are kept) and at least every
+:data:`FULL_LISTING_EVERY` checks: a partition an outside writer (Hive, Spark without sqlext, an
+``ALTER TABLE ADD PARTITION``) registers with an old time, or one committed while its commit-log entry
+was expired between two checks, expires up to that many checks late, never early. Memory: the horizon, plus
+one listing while it is read. ``update-time`` lists every check (its times are in the HMS, not the names).
+
 One expiration is recorded in the table's commit log under the writer ``_expiration`` and goes:
 
 1. **plan** — the expired partitions and their data files; recorded ``requested``;
@@ -41,6 +54,7 @@ from sqlext.connectors.filesystem.commit_log import CommitLog, LogEntry, State
 from sqlext.connectors.filesystem.commit_log_archive import table_archive
 from sqlext.connectors.filesystem.done_policies import REPORTED_DIR, done_values, is_done_partition
 from sqlext.connectors.filesystem.escaping import parse_partition_path
+from sqlext.connectors.filesystem.expiration_horizon import Horizon
 from sqlext.connectors.filesystem.extractor import create_extractor
 from sqlext.connectors.filesystem.files import data_files
 from sqlext.errors import ValidationError
@@ -60,6 +74,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NEVER = 2**63 - 1
 #: Partition names whose times one process keeps per extraction (about 150 bytes each).
 _NAME_TIMES_BOUND = 500_000
+#: With ``values-time``, a check lists the table's partition names at least this often (the first check of an
+#: expirer lists them too); the checks between take the due partitions from the horizon.
+FULL_LISTING_EVERY = 24
 
 
 @dataclass(frozen=True)
@@ -134,6 +151,9 @@ class PartitionExpirer:
         )
         self._last_check_ms = 0
         self._name_times = _NameTimes.of(self.table, options)
+        self._horizon = Horizon()
+        self._checks_since_listing = FULL_LISTING_EVERY  # the first check lists
+        self._seen_commits: dict[str, int] = {}
 
     # -- which partitions -----------------------------------------------------------------------
 
@@ -143,33 +163,67 @@ class PartitionExpirer:
         ident, keys = self.table.identifier, list(self.table.partition_keys)
         pending, last_commit = commit_history(self.log)
         pending |= self.pending()
-        names = [name for name in self.metastore.get_partition_names(ident.database, ident.name) if name not in pending]
-        if self.strategy != fso.EXPIRATION_UPDATE_TIME:
-            # The partition's time is in its name: fetch only the partitions old enough to expire, so that a
-            # scan of a table of 100,000 partitions fetches the few that expire, not all of them; and parse
-            # each name once per process, not at every scan (parsing was most of a scan's time).
-            due_before = now_ms - self.expiration // timedelta(milliseconds=1)
-            names = [name for name in names if self._due(name, due_before)]
+        if self.strategy == fso.EXPIRATION_UPDATE_TIME:
+            names = self.metastore.get_partition_names(ident.database, ident.name)
+        else:
+            # The partition's time is in its name: fetch only the partitions old enough to expire, found in
+            # the horizon of the oldest ones between listings (see the module docstring).
+            names = self._due_names(now_ms - self.expiration // timedelta(milliseconds=1), last_commit)
+        names = [name for name in names if name not in pending]
         by_values = {tuple(parse_partition_path(name, keys)): name for name in names}
-        found = []
+        found, fetched = [], set()
         for partition in self.metastore.get_partitions_by_names(ident.database, ident.name, names) if names else []:
             values = list(partition.values)
             if is_done_partition(values):
                 continue  # dropped with its partition
             path = by_values[tuple(values)]
+            fetched.add(path)
             since = self._since_ms(path, values, partition, last_commit)
             if since is not None and since + self.expiration // timedelta(milliseconds=1) < now_ms:
                 found.append(ExpiredPartition(path, values, normalize(partition.sd.location), since))
+        self._horizon.discard(name for name in names if name not in fetched)  # dropped by someone else
         return sorted(found, key=lambda p: p.path)
+
+    def _due_names(self, due_before_ms: int, last_commit: dict[str, int]) -> list[str]:
+        """The names of the partitions whose names say they are due: from the horizon, or from a full listing
+        at the first check, every :data:`FULL_LISTING_EVERY` checks, and when the horizon no longer covers the
+        cutoff."""
+        self._checks_since_listing += 1
+        if self._checks_since_listing <= FULL_LISTING_EVERY:
+            self._note_commits(last_commit)
+            if self._horizon.covers(due_before_ms):
+                return self._horizon.older_than(due_before_ms)
+        ident = self.table.identifier
+        listed = self.metastore.get_partition_names(ident.database, ident.name)
+        self._checks_since_listing = 1
+        self._seen_commits = last_commit
+        self._horizon.fill((at, name) for name in listed if (at := self._name_time_of(name)) not in (None, _NEVER))
+        # As before the horizon: one whose time cannot be extracted is fetched (and kept with a warning).
+        return [name for name in listed if self._due(name, due_before_ms)]
+
+    def _note_commits(self, last_commit: dict[str, int]) -> None:
+        """Add to the horizon the partitions committed (again) since the last check, as the commit log of every
+        writing query says; the horizon keeps those older than its bound."""
+        seen = self._seen_commits
+        for path, at in last_commit.items():
+            if seen.get(path) != at:
+                since = self._name_time_of(path)
+                if since is not None and since != _NEVER:
+                    self._horizon.add(path, since)
+        self._seen_commits = last_commit
 
     def _due(self, name: str, due_before_ms: int) -> bool:
         """Whether a partition, by its name alone, is past its expiration time (one whose time cannot be
         extracted is fetched, and kept with a warning as before; ``.done`` partitions go with theirs)."""
+        since = self._name_time_of(name)
+        return since is None or since < due_before_ms
+
+    def _name_time_of(self, name: str) -> int | None:
+        """:meth:`_name_time`, remembered per process."""
         times = self._name_times
         if name not in times:
             times.remember(name, self._name_time(name))
-        since = times[name]
-        return since is None or since < due_before_ms
+        return times[name]
 
     def _name_time(self, name: str) -> int | None:
         """The partition time of a name in epoch ms; :data:`_NEVER` for a ``.done`` partition, None when its
@@ -222,6 +276,7 @@ class PartitionExpirer:
         )
         self.log.write(entry)
         self._drop(entry)
+        self._horizon.discard(entry.partitions)
         if wait:
             self._wait_for_readers(entry)
             self._delete(entry)
