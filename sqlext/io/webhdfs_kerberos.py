@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sqlext.errors import ConfigError, FileSystemError
-from sqlext.runtime.gss import gss_text
+from sqlext.runtime.gss import gss_text, keytab_login
 
 AUTHENTICATION = "hadoop.security.authentication"
 PRINCIPAL = "spark.kerberos.principal"
@@ -33,9 +33,8 @@ LOGIN_KEYS = (PRINCIPAL, KEYTAB)
 EXTRA_HINT = "pip install 'sqlext[webhdfs,kerberos]'"
 _LOGIN_HINT = f"kinit as the user (the ticket cache KRB5CCNAME), or set {PRINCIPAL} and {KEYTAB}"
 
+#: Held while the process's Kerberos environment is pointed at a login.
 _lock = threading.Lock()
-#: The keytab logins made in this process: (principal, keytab) -> their memory credential cache.
-_logins: dict[tuple[str, str], str] = {}
 
 
 def enabled(conf: Mapping[str, str]) -> bool:
@@ -76,25 +75,19 @@ def login(conf: Mapping[str, str]) -> str:
 def _keytab_login(gssapi: Any, principal: str, keytab: str) -> str:
     if not os.path.isfile(keytab):
         raise ConfigError(f"The keytab '{keytab}' ({KEYTAB}) does not exist.", option=KEYTAB, value=keytab)
+    try:
+        login = keytab_login(principal, keytab, acquire=True)
+    except gssapi.exceptions.GSSError as exc:
+        raise FileSystemError(
+            f"Kerberos: the WebHDFS login as {principal} from the keytab {keytab} failed: check {PRINCIPAL} "
+            f"and {KEYTAB} (klist -kt {keytab} lists the principals it holds keys for; kinit -kt {keytab} "
+            f"{principal} says the same in the shell) (GSSAPI said: {gss_text(exc)}).",
+            option=KEYTAB,
+            value=keytab,
+        ) from None
     with _lock:
-        ccache = _logins.get((principal, keytab))
-        if ccache is None:
-            ccache = f"MEMORY:sqlext-webhdfs-{os.getpid()}-{len(_logins)}"
-            try:
-                name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
-                store = {"client_keytab": keytab, "ccache": ccache}
-                gssapi.Credentials(name=name, usage="initiate", store=store).inquire()
-            except gssapi.exceptions.GSSError as exc:
-                raise FileSystemError(
-                    f"Kerberos: the WebHDFS login as {principal} from the keytab {keytab} failed: check {PRINCIPAL} "
-                    f"and {KEYTAB} (klist -kt {keytab} lists the principals it holds keys for; kinit -kt {keytab} "
-                    f"{principal} says the same in the shell) (GSSAPI said: {gss_text(exc)}).",
-                    option=KEYTAB,
-                    value=keytab,
-                ) from None
-            _logins[(principal, keytab)] = ccache
         # fsspec's HTTP negotiation takes the process's default credentials: these.
-        os.environ["KRB5CCNAME"] = ccache
+        os.environ["KRB5CCNAME"] = login.ccache
         os.environ["KRB5_CLIENT_KTNAME"] = keytab
     return principal
 

@@ -47,3 +47,26 @@ def test_an_expired_keytab_login_is_renewed_from_the_keytab_for_the_next_service
     assert _logins(kdc, principal) > first
     assert str(gssapi.Credentials(usage="initiate").name) == principal
     assert service == f"HTTP/127.0.0.1@{kdc.realm}"
+
+
+def test_the_metastore_client_and_webhdfs_share_one_keytab_login(
+    kdc: Kdc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gssapi
+
+    from sqlext.catalog.metastore import kerberos
+
+    principal, keytab = kdc.principal("shared-login")
+    kdc.principal("hive/127.0.0.1")
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'no-ticket'}")
+    monkeypatch.setenv("KRB5_CLIENT_KTNAME", "")
+    conf = {"spark.kerberos.principal": principal, "spark.kerberos.keytab": str(keytab)}
+
+    assert webhdfs_kerberos.login(conf) == principal
+    logins = _logins(kdc, principal)
+    auth = kerberos.MetastoreAuth(True, f"hive/_HOST@{kdc.realm}", principal, str(keytab))
+    token = kerberos.GssapiSaslClient(auth, "127.0.0.1").start("GSSAPI")[2]
+
+    assert token  # the metastore's service ticket, got with WebHDFS's login: no second AS request
+    assert _logins(kdc, principal) == logins
+    assert str(gssapi.Credentials(usage="initiate").name) == principal

@@ -20,7 +20,6 @@ Every GSSAPI failure is raised as :class:`KerberosError` naming what failed and 
 
 from __future__ import annotations
 
-import itertools
 import os
 import struct
 import threading
@@ -30,7 +29,7 @@ from typing import Any
 
 from sqlext.config import conf_flag
 from sqlext.errors import ConfigError, MetastoreError
-from sqlext.runtime.gss import gss_text
+from sqlext.runtime.gss import forget_keytab_login, gss_text, keytab_login
 
 SASL_ENABLED = "spark.sqlext.metastore.sasl.enabled"
 SERVER_PRINCIPAL = "spark.sqlext.metastore.kerberos.principal"
@@ -112,43 +111,17 @@ def current() -> MetastoreAuth:
     return _default
 
 
-class _Logins:
-    """One set of initiator credentials per (principal, keytab), shared by the connections of the process: the
-    keytab's memory ccache holds the TGT that every connection's service ticket is got with."""
+def _credentials(auth: MetastoreAuth) -> Any:
+    """The keytab login's credentials (made once per process, shared with WebHDFS's), or the ticket cache's as
+    it is now (a user's kinit renews it)."""
+    import gssapi
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._credentials: dict[tuple[str | None, str | None], Any] = {}
-        self._serial = itertools.count()
-
-    def credentials(self, auth: MetastoreAuth) -> Any:
-        """The keytab login's credentials (made once), or the ticket cache's as it is now (a user's kinit
-        renews it)."""
-        import gssapi
-
-        key = (auth.client_principal, auth.client_keytab)
-        with self._lock:
-            try:
-                if auth.client_keytab is None:
-                    return gssapi.Credentials(usage="initiate")
-                if key not in self._credentials:
-                    name = gssapi.Name(auth.client_principal, gssapi.NameType.kerberos_principal)
-                    store: dict[bytes | str, bytes | str] = {
-                        "client_keytab": auth.client_keytab,
-                        # A cache of its own for each login made (a forgotten one's name is never reused).
-                        "ccache": f"MEMORY:sqlext-{os.getpid()}-{next(self._serial)}",
-                    }
-                    self._credentials[key] = gssapi.Credentials(name=name, usage="initiate", store=store)
-            except gssapi.exceptions.GSSError as exc:
-                raise KerberosError(explain(exc, auth, "log in"), option=_login_option(auth)) from None
-            return self._credentials[key]
-
-    def forget(self, auth: MetastoreAuth) -> None:
-        with self._lock:
-            self._credentials.pop((auth.client_principal, auth.client_keytab), None)
-
-
-_logins = _Logins()
+    try:
+        if auth.client_principal is None or auth.client_keytab is None:
+            return gssapi.Credentials(usage="initiate")
+        return keytab_login(auth.client_principal, auth.client_keytab).credentials
+    except gssapi.exceptions.GSSError as exc:
+        raise KerberosError(explain(exc, auth, "log in"), option=_login_option(auth)) from None
 
 
 def _login_option(auth: MetastoreAuth) -> str:
@@ -173,7 +146,7 @@ class GssapiSaslClient:
 
     def start(self, mechanism: str) -> tuple[bool, str, bytes]:
         gssapi = self._gssapi
-        credentials = _logins.credentials(self.auth)
+        credentials = _credentials(self.auth)
         try:
             target = gssapi.Name(self.service, gssapi.NameType.kerberos_principal)
             self._context = gssapi.SecurityContext(
@@ -184,8 +157,9 @@ class GssapiSaslClient:
             )
             token = self._context.step()
         except gssapi.exceptions.GSSError as exc:
-            if self.auth.client_keytab is not None:
-                _logins.forget(self.auth)  # a keytab replaced meanwhile is read again on the next connection
+            if self.auth.client_principal is not None and self.auth.client_keytab is not None:
+                # a keytab replaced meanwhile is read again on the next connection
+                forget_keytab_login(self.auth.client_principal, self.auth.client_keytab)
             raise self._fail(exc, "get a ticket for the metastore") from None
         return True, mechanism, token or b""
 
