@@ -112,7 +112,12 @@ Forms written:
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
-  (`json.encode.ignore-null-fields` = `true` omits them); a DOUBLE/FLOAT NaN or infinity is written as
+  (`json.encode.ignore-null-fields` = `true` omits them); `json.encode.decimal-as-plain-number` = `true`
+  writes every DECIMAL (in an ARRAY, a ROW or a MAP's values too) in plain notation with its declared scale,
+  `0.00000010` for a `DECIMAL(10, 8)`, the text Flink writes (such a table's files are written by Spark's
+  text writer: their names end in `.txt`), and the change-event formats' option does the same; by default a
+  DECIMAL is written as Spark writes it, `1.0E-7`, `0E-8`, `12.50000000`, where Flink 2.3 writes `1E-7`, `0`,
+  `12.5` (the same values for every reader); a DOUBLE/FLOAT NaN or infinity is written as
   Flink writes it, a string, unless `json.encode.non-finite-number.mode` says `NULL` or `FAIL` (see
   "Differences from Flink").
 - csv and json options are checked as Flink's formats check them (booleans `true`/`false` only; not both
