@@ -134,7 +134,8 @@ def prepare_write(
         from sqlext.catalog.json_numbers import guard_non_finite, non_finite_mode
 
         options = json_write_options(format_options)
-        rows = guard_non_finite(rows, non_finite_mode(format_options), table, keys)
+        not_null = [name for name, _, nullable in columns if not nullable]
+        rows = guard_non_finite(rows, non_finite_mode(format_options), table, keys, not_null)
         if ltz:
             pattern = options["timestampFormat"]
             rows = rows.select(

@@ -311,7 +311,9 @@ them, Flink and Trino fail on them), so the table chooses:
 
 - `STRING` (the default, what Flink writes and what sqlext wrote before the option): Flink's strings; Spark,
   Flink and sqlext's source read the values back; pyarrow cannot read the file, nor Trino the column;
-- `NULL`: `null` (the value lost; in a `NOT NULL` column too), which every reader reads;
+- `NULL`: `null` (the value lost), which every reader reads; a `NOT NULL` column's own value cannot be
+  null, so it fails the batch as `FAIL` does, saying so (values inside an ARRAY, MAP or ROW column and the
+  nullable columns still get `null`; Flink's sink fails the same way when a null reaches a NOT NULL column);
 - `FAIL`: a batch holding one fails, naming the table, the column (with its place inside an ARRAY, a MAP's
   values or a ROW, e.g. `a[*]`, `r.x`) and the value, and nothing of it is committed, so no file a Trino
   reader cannot read is written; filter the values out, or choose one of the others.
