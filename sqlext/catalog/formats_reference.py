@@ -324,8 +324,10 @@ Verified: `tests/connectors/filesystem/test_json_non_finite.py` (what is committ
 through the HMS, sqlext's source and pyarrow), `test_trino.py` (Trino on `STRING`'s file and `NULL`'s),
 `test_flink_files.py` (what Flink writes, and Flink reading `STRING`'s file). A streaming insert runs the same
 check on each micro-batch (verified for batch inserts only). The option is the json format's only: the
-change-event formats (`debezium-json`, ...) write these values as Spark's json writer does (the strings),
-unchecked.
+change-event formats (`debezium-json`, `canal-json`, `maxwell-json`) have no such option and write these
+values as the strings, which is what Flink 2.3's serializers of those formats write too (compared in
+`tests/connectors/changelog/test_flink_changelog.py`): a Trino or pyarrow reader of such files should filter
+non-finite values out of the INSERT.
 
 A partitioned source whose `path` does not exist: Flink reads no rows (it finds no partition); sqlext fails
 naming the path, as both do for an unpartitioned one, so that a typo does not pass for an empty table.
