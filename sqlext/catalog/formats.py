@@ -13,7 +13,8 @@ format is written in the form its Hive SerDe reads (Spark, Trino and Flink read 
 - **csv**: text in Hive's ``LazySimpleSerDe`` form (:mod:`sqlext.catalog.csv_text`).
 - **json**: Spark's json writer with timestamps as ``yyyy-MM-dd HH:mm:ss.ffffff`` (what Hive's JSON
   SerDes and Flink's json ``SQL`` standard read), ``TIMESTAMP_LTZ`` in UTC with ``Z`` (what Flink's json
-  reads), decimals as numbers, bytes in base64, NULL fields as ``null``, a NaN or infinite DOUBLE/FLOAT
+  reads), decimals as numbers (plain with ``json.encode.decimal-as-plain-number``,
+  :mod:`sqlext.catalog.json_decimals`), bytes in base64, NULL fields as ``null``, a NaN or infinite DOUBLE/FLOAT
   as Flink's string unless ``json.encode.non-finite-number.mode`` says otherwise
   (:mod:`sqlext.catalog.json_numbers`); the HMS gets hcatalog's ``JsonSerDe`` (Hive 3/4 and Trino), Spark
   reads through the table's provider parameters.
@@ -112,8 +113,13 @@ def prepare_write(
         return _prepare_raw(format_options, rows, keys, columns)
     if fmt in ("debezium-json", "canal-json", "maxwell-json"):
         from sqlext.catalog.changelog_encoding import event_lines
+        from sqlext.catalog.json_decimals import mark_decimals, plain_decimals, unmarked
 
-        return event_lines(fmt, json_write_options(format_options), rows, keys)
+        marker = None
+        if plain_decimals(format_options):
+            rows, marker = mark_decimals(rows, keys)
+        frame, spark_format, options = event_lines(fmt, json_write_options(format_options), rows, keys)
+        return frame.withColumn("value", unmarked(frame["value"], marker)), spark_format, options
     if fmt == "parquet":
         return rows, "parquet", {**hadoop_keys(fmt, format_options), **PARQUET_WRITE_OPTIONS}
     if fmt == "csv":
@@ -124,17 +130,38 @@ def prepare_write(
         frame = rows.select(form.line(rows, data, ltz).alias("value"), *(F.col(f"`{k}`") for k in keys))
         return frame, "text", {}
     if fmt == "json":
+        from sqlext.catalog.json_decimals import plain_decimals
         from sqlext.catalog.json_numbers import guard_non_finite, non_finite_mode
 
         options = json_write_options(format_options)
-        rows = guard_non_finite(rows, non_finite_mode(format_options), table, keys)
+        not_null = [name for name, _, nullable in columns if not nullable]
+        rows = guard_non_finite(rows, non_finite_mode(format_options), table, keys, not_null)
         if ltz:
             pattern = options["timestampFormat"]
             rows = rows.select(
                 *(utc_text(rows[f"`{c}`"], pattern).alias(c) if c in ltz else f"`{c}`" for c in rows.columns)
             )
+        if plain_decimals(format_options):
+            return _plain_json_lines(rows, keys, options)
         return rows, "json", options
     return rows, fmt, hadoop_keys(fmt, format_options)
+
+
+def _plain_json_lines(
+    rows: DataFrame, keys: Sequence[str], options: dict[str, str]
+) -> tuple[DataFrame, str, dict[str, str]]:
+    """``json.encode.decimal-as-plain-number`` = ``true``: the lines Spark's json writer would write, with
+    every DECIMAL plain (:mod:`sqlext.catalog.json_decimals`); the rows as they are if none holds one."""
+    from pyspark.sql import functions as F
+
+    from sqlext.catalog.json_decimals import mark_decimals, unmarked
+
+    marked, marker = mark_decimals(rows, keys)
+    if marker is None:
+        return rows, "json", options
+    data = F.struct(*(marked[f"`{c}`"] for c in marked.columns if c not in keys))
+    line = unmarked(F.to_json(data, options), marker)
+    return marked.select(line.alias("value"), *(F.col(f"`{k}`") for k in keys)), "text", {"lineSep": "\n"}
 
 
 def hadoop_keys(fmt: str, format_options: Mapping[str, str]) -> dict[str, str]:

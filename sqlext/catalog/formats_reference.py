@@ -112,7 +112,12 @@ Forms written:
 - **json**: one object per line; timestamps `yyyy-MM-dd HH:mm:ss.ffffff` (`json.timestamp-format.standard`
   `SQL`, Flink's default; `ISO-8601` writes a `T`), `TIMESTAMP_LTZ` in UTC with a `Z` (Flink's form), dates
   `yyyy-MM-dd`, decimals as numbers, bytes in base64, NULL fields as `null`
-  (`json.encode.ignore-null-fields` = `true` omits them); a DOUBLE/FLOAT NaN or infinity is written as
+  (`json.encode.ignore-null-fields` = `true` omits them); `json.encode.decimal-as-plain-number` = `true`
+  writes every DECIMAL (in an ARRAY, a ROW or a MAP's values too) in plain notation with its declared scale,
+  `0.00000010` for a `DECIMAL(10, 8)`, the text Flink writes (such a table's files are written by Spark's
+  text writer: their names end in `.txt`), and the change-event formats' option does the same; by default a
+  DECIMAL is written as Spark writes it, `1.0E-7`, `0E-8`, `12.50000000`, where Flink 2.3 writes `1E-7`, `0`,
+  `12.5` (the same values for every reader); a DOUBLE/FLOAT NaN or infinity is written as
   Flink writes it, a string, unless `json.encode.non-finite-number.mode` says `NULL` or `FAIL` (see
   "Differences from Flink").
 - csv and json options are checked as Flink's formats check them (booleans `true`/`false` only; not both
@@ -306,7 +311,9 @@ them, Flink and Trino fail on them), so the table chooses:
 
 - `STRING` (the default, what Flink writes and what sqlext wrote before the option): Flink's strings; Spark,
   Flink and sqlext's source read the values back; pyarrow cannot read the file, nor Trino the column;
-- `NULL`: `null` (the value lost; in a `NOT NULL` column too), which every reader reads;
+- `NULL`: `null` (the value lost), which every reader reads; a `NOT NULL` column's own value cannot be
+  null, so it fails the batch as `FAIL` does, saying so (values inside an ARRAY, MAP or ROW column and the
+  nullable columns still get `null`; Flink's sink fails the same way when a null reaches a NOT NULL column);
 - `FAIL`: a batch holding one fails, naming the table, the column (with its place inside an ARRAY, a MAP's
   values or a ROW, e.g. `a[*]`, `r.x`) and the value, and nothing of it is committed, so no file a Trino
   reader cannot read is written; filter the values out, or choose one of the others.
@@ -317,8 +324,10 @@ Verified: `tests/connectors/filesystem/test_json_non_finite.py` (what is committ
 through the HMS, sqlext's source and pyarrow), `test_trino.py` (Trino on `STRING`'s file and `NULL`'s),
 `test_flink_files.py` (what Flink writes, and Flink reading `STRING`'s file). A streaming insert runs the same
 check on each micro-batch (verified for batch inserts only). The option is the json format's only: the
-change-event formats (`debezium-json`, ...) write these values as Spark's json writer does (the strings),
-unchecked.
+change-event formats (`debezium-json`, `canal-json`, `maxwell-json`) have no such option and write these
+values as the strings, which is what Flink 2.3's serializers of those formats write too (compared in
+`tests/connectors/changelog/test_flink_changelog.py`): a Trino or pyarrow reader of such files should filter
+non-finite values out of the INSERT.
 
 A partitioned source whose `path` does not exist: Flink reads no rows (it finds no partition); sqlext fails
 naming the path, as both do for an unpartitioned one, so that a typo does not pass for an empty table.

@@ -11,6 +11,7 @@ import json
 import logging
 import time
 
+from sqlext.errors import FileSystemError
 from sqlext.io.fs import FileSystem, join
 from sqlext.table import TableDefinition
 
@@ -21,12 +22,23 @@ MADE_MARK = "_sqlext/made-at-create"
 
 
 def missing_path(table: TableDefinition) -> bool:
-    """Whether the table's ``path`` does not exist (False when it cannot be told: no path, no answer)."""
+    """Whether the table's ``path`` does not exist (False when it cannot be told: no path, no answer).
+
+    Raises :class:`FileSystemError` naming the table and the path when this process cannot reach the path's
+    filesystem (a kerberized WebHDFS without a ticket, in a process with no JVM): its inserts and reads
+    could not either, so the CREATE fails before the metastore is asked, with the fix."""
     path = table.options.get("path") if table.connector == "filesystem" else None
     if not path:
         return False
     try:
         return not FileSystem(path).exists(path)
+    except FileSystemError as exc:
+        raise FileSystemError(
+            f"Cannot create {table.identifier} at {path}: this process cannot reach the path, so neither could "
+            f"the table's inserts and reads. {exc} Nothing was created.",
+            option=exc.option,
+            value=path,
+        ) from exc
     except (OSError, ValueError):
         return False  # the metastore's create names what is wrong with the path
 

@@ -94,6 +94,21 @@ def test_a_null_field_is_written_as_flink_writes_it(
     assert ('"name":null' in flink_lines[0]) == (ignore_nulls == "false")
 
 
+@pytest.mark.parametrize("sink_format", sorted(events.FLINK_SINK))
+def test_a_non_finite_double_is_written_as_flinks_string(
+    flink: Flink, spark: Any, session: Path, sink_format: str
+) -> None:
+    """Flink 2.3's change-event serializers write NaN and the infinities as the strings ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"`` (no option for them), and so does sqlext: no
+    ``<format>.encode.non-finite-number.mode`` (docs/connectors.md)."""
+    prices = ("NaN", "Infinity", "-Infinity")
+    lines = [f'{{"before":null,"after":{{"id":{i},"name":"n","price":"{p}"}},"op":"c"}}' for i, p in enumerate(prices)]
+    source = events.write(session / f"non_finite_src_{sink_format}", lines)
+    flink_lines, sqlext_lines = _insert(flink, spark, source, sink_format, session / f"non_finite_{sink_format}")
+    assert sorted(sqlext_lines) == sorted(flink_lines) and len(flink_lines) == 3
+    assert all(f'"price":"{p}"' in "".join(flink_lines) for p in prices)
+
+
 @pytest.mark.parametrize(
     ("sink_format", "query", "mode"),
     [

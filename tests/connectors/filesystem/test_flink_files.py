@@ -30,6 +30,7 @@ from sqlext.registry import SourceContext
 from sqlext.spark.session import extend
 from sqlext.sql.parser import parse_statement
 from sqlext.sql.statements import CreateTable
+from tests.connectors.filesystem import test_json_decimals as json_decimals
 from tests.support import interop, non_finite
 from tests.support.extension import extended_session
 from tests.support.flink import Flink
@@ -338,3 +339,24 @@ def test_flink_writes_non_finite_doubles_as_the_strings_mode_string_writes_and_r
         [3, "-Infinity", "1.5", None, None],
         [4, "2.5", "2.5", None, "2.5"],
     ]
+
+
+def test_flink_writes_plain_decimals_as_sqlext_writes_them(flink: Flink, tmp_path: Path) -> None:
+    """``json.encode.decimal-as-plain-number`` = ``true``: Flink 2.3 writes, for the DDL and values of
+    ``test_json_decimals.py``, the lines sqlext writes there (:data:`json_decimals.PLAIN`, its NULL row aside)."""
+    strings, out = tmp_path / "decimal_strings", tmp_path / "flink_plain"
+    strings.mkdir()
+    (strings / "values.csv").write_text("".join(f"{i},{v}\n" for i, v in enumerate(json_decimals.VALUES, 1)))
+    flink.run(
+        [
+            f"CREATE TABLE strings (id INT, v STRING) WITH ('connector' = 'filesystem', "
+            f"'path' = '{strings.as_uri()}', 'format' = 'csv')",
+            f"CREATE TABLE plain ({json_decimals.COLUMNS}) WITH ('connector' = 'filesystem', "
+            f"'path' = '{out.as_uri()}', 'format' = 'json', 'json.encode.decimal-as-plain-number' = 'TRUE')",
+            "INSERT INTO plain SELECT id, d, ARRAY[d], ROW(d), MAP['k', d] FROM "
+            "(SELECT id, CAST(v AS DECIMAL(10, 8)) AS d FROM strings)",
+        ],
+        mode="batch",
+    )
+    lines = sorted(line for file in out.glob("part-*") for line in file.read_text().splitlines())
+    assert lines == json_decimals.PLAIN[:-1]

@@ -6,6 +6,7 @@ back. Trino's reads are in ``test_trino.py``; Flink's (its json writer writes th
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,29 @@ def test_a_maps_non_finite_values_are_handled_as_the_mode_says(
     assert [json.loads(line) for line in data_lines(root / "t_maps_NULL")] == [{"id": 1, "m": {"k": None, "j": 1.0}}]
     [row] = spark_own_sql(spark)(f"SELECT id, m FROM {DB}.t_maps_null").collect()
     assert (row.id, row.m) == (1, {"k": None, "j": 1.0})
+
+
+def test_mode_null_fails_a_not_null_columns_own_value_and_nulls_the_others(
+    spark: Any, hms: MetastoreClient, source: tuple[Path, str]
+) -> None:
+    """A NOT NULL column cannot hold the null mode ``NULL`` writes: its own non-finite value fails the write
+    (as Flink's sink fails a null in a NOT NULL column at the row), saying so; values inside it, and the
+    nullable columns, are written as null."""
+    root, src = source
+    columns = "id INT, d DOUBLE NOT NULL, f FLOAT, a ARRAY<DOUBLE> NOT NULL, r ROW<x DOUBLE>, p STRING"
+    path = root / "t_not_null"
+    spark.sql(
+        f"CREATE TABLE {DB}.t_not_null ({columns}) PARTITIONED BY (p) WITH ('connector' = 'filesystem', "
+        f"'path' = '{path.as_uri()}', 'format' = 'json', 'json.encode.non-finite-number.mode' = 'NULL')"
+    )
+    with pytest.raises(Exception) as failure:
+        _insert(spark, f"INSERT INTO {DB}.t_not_null SELECT * FROM {src} WHERE id = 1")
+    message = str(failure.value)
+    assert "Column 'd' of table non_finite.t_not_null holds NaN" in message
+    assert "the column is NOT NULL, so 'json.encode.non-finite-number.mode' = 'NULL' cannot write null" in message
+    assert hms.get_partition_names(DB, "t_not_null") == []
+    assert data_lines(path) == []
+
+    finite_d = create_source(spark, DB, root, "src_finite_d", [(1, 1.0, math.nan, [math.nan], (math.inf,), "a")])
+    _insert(spark, f"INSERT INTO {DB}.t_not_null SELECT * FROM {finite_d}")
+    assert data_lines(path) == ['{"id":1,"d":1.0,"f":null,"a":[null],"r":{"x":null}}']
