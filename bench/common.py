@@ -14,11 +14,12 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from xml.sax.saxutils import escape
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore import launcher, versions
 from sqlext.catalog.metastore.launcher import MetastoreSettings
 from sqlext.runtime.paths import packaged_conf_dir
 
@@ -35,14 +36,39 @@ def free_port() -> int:
 
 
 @contextmanager
-def metastore(home: Path) -> Iterator[MetastoreSettings]:
-    """A real embedded HMS for the benchmark's lifetime."""
-    settings = MetastoreSettings(port=free_port(), home=home / "metastore")
+def metastore(
+    home: Path, version: str = "2.3", properties: Mapping[str, str] | None = None, heap: str = "512m"
+) -> Iterator[MetastoreSettings]:
+    """A real embedded HMS (Hive ``version``, ``heap`` its -Xmx) for the benchmark's lifetime, its home
+    ``home/metastore`` (a home kept from an earlier run is restarted as it is), with ``properties`` added to its
+    Hive settings."""
+    settings = MetastoreSettings(
+        port=free_port(), home=home / "metastore", version=versions.release(version).version, heap=heap
+    )
+    write_metastore_site(settings, properties or {})
     launcher.start(settings)
     try:
         yield settings
     finally:
         launcher.stop(settings)
+
+
+def write_metastore_site(settings: MetastoreSettings, properties: Mapping[str, str]) -> Path:
+    """``properties`` as the metastore's ``hivemetastore-site.xml`` (none: an empty one), in its conf dir.
+
+    The launcher writes ``hive-site.xml`` afresh at every start and has no setting for other Hive properties; the
+    metastore also reads ``hivemetastore-site.xml`` from its class path (Hive 2.3's ``HiveConf`` with
+    ``setLoadMetastoreConfig``, 3.1's and 4's ``MetastoreConf``), after ``hive-site.xml``, and the conf dir is
+    first on that class path.
+    """
+    lines = "".join(
+        f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>\n"
+        for key, value in properties.items()
+    )
+    settings.conf_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.conf_dir / "hivemetastore-site.xml"
+    path.write_text(f'<?xml version="1.0"?>\n<configuration>\n{lines}</configuration>\n')
+    return path
 
 
 def spark_session(metastore_uri: str, warehouse: Path, cores: int = 2, extra: Mapping[str, str] | None = None) -> Any:

@@ -1,12 +1,20 @@
 """Cost at scale (issue #60): does what sqlext does per batch, per poll and per command grow with the table?
 
     python -m bench.table_scale [--sizes 0,10000,100000] [--files-per-partition 10] [--batches 12] [--repeats 3]
+        [--keep DIR | --reuse DIR] [--only insert,status,commits,poll,expiry,compact]
+        [--hive-version 2.3] [--metastore-property KEY=VALUE ...] [--grow-chunk 100] [--grow-connections 2]
 
 For each size, one table with the same DDL (hourly ``dt``/``hr`` parquet, ``partition-time`` + 1 h,
 ``metastore,success-file``) is grown to that many partitions as a backfill would leave it: each an hour of
 2010 onwards, a directory of ``--files-per-partition`` small parquet files (hard links of one file, so a
-million files cost no disk) and ``_SUCCESS``, registered directly in the metastore with its statistics. Then,
-on each table in turn (ABAB over ``--repeats`` rounds):
+million files cost no disk) and ``_SUCCESS``, registered directly in the metastore with its location and
+statistics (:mod:`bench.table_growth`, which records where the growth's time went). ``--keep DIR`` grows into
+DIR (the metastore home with its Derby database, ``DIR/scale_<size>``, ``DIR/growth.json``) and leaves it there;
+a table already there is not grown again; ``--reuse DIR`` measures on what ``--keep`` left, restarting the
+metastore on that home, and grows nothing. Before a steady insert a kept table is reset to its grown state (the
+partitions measurements wrote dropped with their files, the commit log removed). ``--metastore-property`` adds a
+Hive setting to the metastore (its ``hivemetastore-site.xml``), e.g. to turn on its notification log. Then,
+on each table in turn (ABAB over ``--repeats`` rounds), the parts ``--only`` names (default all):
 
 - a steady streaming insert of ``--batches`` micro-batches (one input file each, 6 minutes of 2026 event time)
   through sqlext's sink: per batch the committer's time, the metastore calls it made (counted by a
@@ -23,13 +31,14 @@ on each table in turn (ABAB over ``--repeats`` rounds):
 The machine's load averages (start, grown, end) go into the result.
 
 Each figure is reported per size with its ratio to the empty table's and the least-squares slope per 10,000
-partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results/table_scale.json``.
+partitions (as ``bench/steady_state.py`` reports growth). Writes ``bench/results/<--result>.json`` (default
+``table_scale``), with the growth's figures.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import json
 import os
 import statistics
 import threading
@@ -42,25 +51,28 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from thrift.transport import TSocket
 
 from bench.common import metastore, print_table, scratch_dir, spark_session, write_result
-from bench.sink_throughput import events, partition_time_table, run_sqlext_insert
+from bench.sink_throughput import _sink, events, partition_time_table
 from bench.steady_state import write_steady_input
+from bench.table_growth import BACKFILL_START, Growth, backfilled, grow, reset
 from sqlext import listeners
 from sqlext.catalog.hms import Catalog
-from sqlext.catalog.metastore.client import MetastoreClient, RetryPolicy
+from sqlext.catalog.metastore import launcher
+from sqlext.catalog.metastore.client import MetastoreClient
+from sqlext.connectors.filesystem.sink import running_insert
+from sqlext.sink import InsertPlan
 from sqlext.table import TableDefinition
 
-BACKFILL_START = datetime(2010, 1, 1)
-#: Partitions registered per metastore call while the table grows.
-GROW_CHUNK = 500
-#: Hard links made of one sample file before a fresh one is written: ext4 allows 65,000 links per inode.
-LINKS_PER_SAMPLE = 60_000
-#: The growing client's patience: on a loaded machine the embedded Derby metastore takes minutes for a chunk.
-GROW_RETRY = RetryPolicy(deadline_s=1800, socket_timeout_s=900)
+#: What can be measured (``--only``): the steady insert, the two commands, the poll, expiry, compaction.
+PARTS = ("insert", "status", "commits", "poll", "expiry", "compact")
+#: Partitions per ``add_partitions_req`` while a table grows, and the connections they are sent over.
+GROW_CHUNK = 100
+GROW_CONNECTIONS = 2
+#: The metastore's heap: more room than the launcher's default 512 MB for a 100,000-partition table's growth and
+#: listings.
+METASTORE_HEAP = "2g"
 
 
 class CallCounter(listeners.InsertListener):
@@ -113,58 +125,6 @@ def counting() -> Iterator[CallCounter]:
         listeners.remove_listener(counter)
 
 
-def _hour_spec(index: int) -> tuple[str, str]:
-    at = BACKFILL_START + timedelta(hours=index)
-    return at.strftime("%Y-%m-%d"), at.strftime("%H")
-
-
-def _samples(stem: Path) -> Iterator[Path]:
-    """Fresh copies of the one-row sample file that every backfilled data file is a hard link of."""
-    for number in itertools.count():
-        sample = stem.with_name(f"{stem.name}-{number}.parquet")
-        pq.write_table(pa.table({"id": [0], "user_id": ["u"], "amount": [0.0], "ts": [datetime(2010, 1, 1)]}), sample)
-        yield sample
-
-
-def grow(client: MetastoreClient, table: TableDefinition, table_dir: Path, size: int, files: int) -> None:
-    """``size`` backfilled partitions of ``files`` files each, on disk and in the metastore."""
-    from hmsclient.genthrift.hive_metastore import ttypes
-
-    samples = _samples(table_dir.parent / f"{table_dir.name}-sample")
-    sample = next(samples)
-    file_bytes = sample.stat().st_size
-    links = 0
-    hms_table = client.get_table(table.identifier.database, table.identifier.name)
-    assert hms_table is not None
-    chunk: list[Any] = []
-    for index in range(size):
-        dt, hr = _hour_spec(index)
-        directory = table_dir / f"dt={dt}" / f"hr={hr}"
-        directory.mkdir(parents=True)
-        for number in range(files):
-            if links == LINKS_PER_SAMPLE:
-                sample, links = next(samples), 0
-            os.link(sample, directory / f"part-{number:05d}.parquet")
-            links += 1
-        (directory / "_SUCCESS").touch()
-        descriptor = ttypes.StorageDescriptor(**vars(hms_table.sd))
-        descriptor.location = directory.as_uri()
-        parameters = {"numFiles": str(files), "totalSize": str(files * file_bytes), "numRows": str(files)}
-        chunk.append(
-            ttypes.Partition(
-                values=[dt, hr],
-                dbName=table.identifier.database,
-                tableName=table.identifier.name,
-                sd=descriptor,
-                parameters=parameters,
-            )
-        )
-        if len(chunk) == GROW_CHUNK or index == size - 1:
-            client.add_partitions(table.identifier.database, table.identifier.name, chunk)
-            chunk = []
-            print(f"  grown {index + 1:,} of {size:,} partitions ({datetime.now(UTC):%H:%M:%S} UTC)", flush=True)
-
-
 def _timed(action: Callable[[], Any], repeats: int) -> dict[str, Any]:
     """Median seconds and metastore calls of ``action`` over ``repeats`` runs."""
     seconds, calls, transferred = [], [], []
@@ -205,14 +165,14 @@ def steady_insert(
     input_dir = work / f"input-{table.identifier.name}-{round_}"
     # Each round writes a day of its own, so that no round's rows are late data for the round before.
     write_steady_input(input_dir, batches, rows=2000, minutes=6, start=datetime(2026, 11, 22) + timedelta(days=round_))
+    # A query of its own per round (name and checkpoint), as a new insert of that table would be.
+    name = f"{table.identifier.name}_round{round_}"
+    plan = InsertPlan(name, (work / f"cp-{name}").as_uri(), available_now=True)
     with counting() as counter:
-        run_sqlext_insert(
-            spark,
-            table,
-            uri,
-            events(spark, input_dir, files_per_trigger=1),
-            work / f"cp-{table.identifier.name}-{round_}",
-        )
+        query = _sink(spark, table, uri).start_stream(events(spark, input_dir, files_per_trigger=1), plan)
+        running = running_insert(str(query.id))
+        assert running is not None
+        running.wait()
     table_dir = Path(table.options["path"].removeprefix("file://"))
     return {
         "commit_s": statistics.median(counter.commit_s.values()),
@@ -229,12 +189,33 @@ def steady_insert(
     }
 
 
-def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: int, repeats: int) -> dict[str, Any]:
-    """``status``, ``commits``, a streaming read's poll, the expiry scan and one partition's compaction."""
-    from sqlext.connectors.filesystem import expiration
-    from sqlext.connectors.filesystem.compaction.command import compact_table
-    from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
-    from sqlext.connectors.filesystem.expiration import PartitionExpirer
+def commands(
+    client: MetastoreClient, uri: str, table: TableDefinition, size: int, repeats: int, parts: set[str]
+) -> dict[str, Any]:
+    """Those of ``status``, ``commits``, a streaming read's poll, the expiry scan and one partition's compaction
+    that ``parts`` names."""
+    from sqlext.jobs.audit import commit_log_entries
+    from sqlext.jobs.status import insert_statuses
+
+    path = table.options["path"]
+    measured: dict[str, Any] = {"size": size}
+    if "status" in parts:
+        measured["status"] = _timed(lambda: insert_statuses(path, str(table.identifier), None), repeats)
+    if "commits" in parts:
+        measured["commits"] = _timed(lambda: commit_log_entries(path, None), repeats)
+    if "poll" in parts:
+        measured["streaming_read_poll"] = _timed(_steady_poll(client, uri, table), repeats)
+    if "expiry" in parts:
+        measured.update(_expiry(client, table, repeats))
+    if "compact" in parts:
+        measured["compact_one_partition"] = _timed(_compaction(client, table), 1)
+    return measured
+
+
+def _steady_poll(client: MetastoreClient, uri: str, table: TableDefinition) -> Callable[[], Any]:
+    """A steady poll of a reader started at the steady insert's first day (the same partitions on every table),
+    with sqlext's default read-recommits, caught up by a first poll (untimed) of what is there: it looks for new
+    partitions and re-commits of those it read."""
     from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset, unread_names
     from sqlext.connectors.filesystem.streaming.partitions import (
         compaction_merges,
@@ -245,14 +226,8 @@ def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: in
     )
     from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
     from sqlext.connectors.filesystem.streaming.spec import SourceSpec
-    from sqlext.jobs.audit import commit_log_entries
-    from sqlext.jobs.status import insert_statuses
 
     path = table.options["path"]
-    name = str(table.identifier)
-    # A reader started at the steady insert's first day (the same partitions on every table), with sqlext's
-    # default read-recommits: its first poll (untimed) reads what is there; a steady poll from that offset
-    # looks for new partitions and re-commits of those it read.
     reading = replace(
         table,
         options={
@@ -276,29 +251,39 @@ def commands(client: MetastoreClient, uri: str, table: TableDefinition, size: in
         )
 
     caught_up = poll_from(initial_offset(settings))
+    return lambda: poll_from(caught_up)
 
-    # Exactly the oldest backfilled partition (or, on the empty table, none) is past its expiration time.
+
+def _expiry(client: MetastoreClient, table: TableDefinition, repeats: int) -> dict[str, Any]:
+    """The expiry scan (``sqlext expire --dry-run``'s work) with exactly the oldest backfilled partition (or, on
+    the empty table, none) past its expiration time."""
+    from sqlext.connectors.filesystem import expiration
+    from sqlext.connectors.filesystem.compaction.compactor import DEFAULT_READER_GRACE
+    from sqlext.connectors.filesystem.expiration import PartitionExpirer
+
     oldest = BACKFILL_START + timedelta(hours=1)
     age = datetime.now(UTC).replace(tzinfo=None) - oldest + timedelta(minutes=30)
     expiring = replace(table, options={**table.options, "partition.expiration-time": f"{int(age.total_seconds())} s"})
-    newest = Catalog(client).get_table(table.identifier)
-    last_written = sorted(client.get_partition_names(table.identifier.database, table.identifier.name))[-1]
-    compacted = last_written.split("/")
-
     # Each round's first scan parses every name, as a process's first scan does ('sqlext expire'); the others
     # find the names' times remembered, as a running insert's later checks do.
-    expiration._NameTimes._shared.clear()
+    # (Through getattr: expiry's name cache may change; without it every scan is cold.)
+    shared = getattr(getattr(expiration, "_NameTimes", None), "_shared", None)
+    if shared is not None:
+        shared.clear()
+    scan = _timed(lambda: PartitionExpirer(expiring, client, DEFAULT_READER_GRACE).expired(), repeats)
     return {
-        "status": _timed(lambda: insert_statuses(path, name, None), repeats),
-        "commits": _timed(lambda: commit_log_entries(path, None), repeats),
-        "streaming_read_poll": _timed(lambda: poll_from(caught_up), repeats),
-        "expiry_scan": _timed(lambda: PartitionExpirer(expiring, client, DEFAULT_READER_GRACE).expired(), repeats),
-        "compact_one_partition": _timed(
-            lambda: compact_table(newest, client, compacted, None, timedelta(0), show_progress=False), 1
-        ),
+        "expiry_scan": scan,
         "expired_partitions": len(PartitionExpirer(expiring, client, DEFAULT_READER_GRACE).expired()),
-        "size": size,
     }
+
+
+def _compaction(client: MetastoreClient, table: TableDefinition) -> Callable[[], Any]:
+    """``sqlext compact --partition`` of the newest partition, naming every key."""
+    from sqlext.connectors.filesystem.compaction.command import compact_table
+
+    newest = Catalog(client).get_table(table.identifier)
+    last_written = sorted(client.get_partition_names(table.identifier.database, table.identifier.name))[-1]
+    return lambda: compact_table(newest, client, last_written.split("/"), None, timedelta(0), show_progress=False)
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -334,7 +319,10 @@ def report(results: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     rows = []
     for figure, pick in figures.items():
-        medians = {size: statistics.median(pick(r) for r in results[size]) for size in sizes}
+        try:
+            medians = {size: statistics.median(pick(r) for r in results[size]) for size in sizes}
+        except KeyError:  # a part not measured (--only)
+            continue
         base = medians[sizes[0]] or 1e-9
         growth = slope([(size / 10_000, value) for size, value in medians.items()])
         summary[figure] = {"by_size": medians, "ratio_to_smallest": medians[sizes[-1]] / base, "slope_per_10k": growth}
@@ -352,38 +340,125 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--result", default="table_scale")
+    parser.add_argument("--only", default=",".join(PARTS), help=f"parts to measure, comma-separated: {PARTS}")
+    state = parser.add_mutually_exclusive_group()
+    state.add_argument("--keep", type=Path, help="grow into DIR and leave the metastore home and tables there")
+    state.add_argument("--reuse", type=Path, help="measure the tables --keep left in DIR, growing none")
+    parser.add_argument("--hive-version", default="2.3", help="the metastore's Hive version: 2.3, 3.1 or 4")
+    parser.add_argument(
+        "--metastore-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Hive setting of the metastore (hivemetastore-site.xml); repeatable",
+    )
+    parser.add_argument("--grow-chunk", type=int, default=GROW_CHUNK, help="partitions per add_partitions_req")
+    parser.add_argument("--grow-connections", type=int, default=GROW_CONNECTIONS)
+    parser.add_argument("--metastore-heap", default=METASTORE_HEAP, help="the metastore JVM's -Xmx")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
+    parts = set(args.only.split(","))
+    unknown = parts - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}: choose from {PARTS}")
+    properties = dict(item.split("=", 1) for item in args.metastore_property)
 
     work = scratch_dir()
+    home = args.reuse or args.keep or work
+    home.mkdir(parents=True, exist_ok=True)
     load = {"start": os.getloadavg()}
-    with metastore(work) as settings, MetastoreClient(settings.uri) as client:
+    growth: dict[int, dict[str, Any]] = {}
+    with (
+        metastore(home, args.hive_version, properties, args.metastore_heap) as settings,
+        MetastoreClient(settings.uri) as client,
+    ):
+        metastore_pid = launcher.status(settings).pid
         spark = spark_session(settings.uri, work / "warehouse")
-        catalog = Catalog(client)
-        client.create_database("bench")
         tables = {}
         for size in sizes:
-            table = partition_time_table(f"scale_{size}", work / f"scale_{size}")
-            catalog.create_table(table)
-            print(f"growing bench.scale_{size} to {size:,} partitions", flush=True)
-            with MetastoreClient(settings.uri, GROW_RETRY) as growing:
-                grow(growing, table, work / f"scale_{size}", size, args.files_per_partition)
+            table, grown = _table(client, home, size, args, settings.uri, metastore_pid, "insert" in parts)
             tables[size] = table
+            if grown is not None:
+                growth[size] = grown.summary()
         load["grown"] = os.getloadavg()
         results: dict[int, list[dict[str, Any]]] = {size: [] for size in sizes}
         for round_ in range(args.repeats):
             order = sizes if round_ % 2 == 0 else list(reversed(sizes))  # ABAB: neither size always goes first
             for size in order:
                 print(f"round {round_ + 1}: bench.scale_{size}", flush=True)
-                measured = {"insert": steady_insert(spark, settings.uri, tables[size], work, args.batches, round_)}
-                measured["commands"] = commands(client, settings.uri, tables[size], size, repeats=3)
+                measured: dict[str, Any] = {}
+                if "insert" in parts:
+                    measured["insert"] = steady_insert(spark, settings.uri, tables[size], work, args.batches, round_)
+                measured["commands"] = commands(client, settings.uri, tables[size], size, 3, parts)
                 results[size].append(measured)
         summary = report(results)
         spark.stop()
     load["end"] = os.getloadavg()
-    result = {"args": vars(args), "load_average": load, "summary": summary, "runs": results}
+    result = {
+        "args": {**vars(args), "keep": str(args.keep), "reuse": str(args.reuse)},
+        "load_average": load,
+        "growth": growth or _kept_growth(home),
+        "metastore_properties": properties,
+        "summary": summary,
+        "runs": results,
+    }
+    if args.keep:
+        _record_growth(home, growth)
     path = write_result(args.result, result)
     print(f"wrote {path}")
+
+
+def _table(
+    client: MetastoreClient,
+    home: Path,
+    size: int,
+    args: argparse.Namespace,
+    uri: str,
+    metastore_pid: int | None,
+    resetting: bool,
+) -> tuple[TableDefinition, Growth | None]:
+    """``bench.scale_<size>`` under ``home``: created and grown, or, kept from an earlier run, checked (and, before
+    a steady insert, reset to its grown state); with the growth when grown."""
+    catalog = Catalog(client)
+    table = partition_time_table(f"scale_{size}", home / f"scale_{size}")
+    if client.get_database("bench") is None:
+        client.create_database("bench")
+    if client.get_table("bench", table.identifier.name) is not None:
+        found = len(backfilled(client.get_partition_names("bench", table.identifier.name)))
+        if found != size:
+            raise SystemExit(
+                f"bench.{table.identifier.name} in {home} has {found:,} backfilled partitions, not {size:,}"
+            )
+        dropped = reset(client, table) if resetting else 0
+        print(f"reusing bench.scale_{size} ({size:,} partitions; {dropped} measured ones dropped)", flush=True)
+        return table, None
+    if args.reuse:
+        raise SystemExit(f"--reuse {home}: no table bench.{table.identifier.name} there (grow it with --keep)")
+    catalog.create_table(table)
+    print(f"growing bench.scale_{size} to {size:,} partitions", flush=True)
+    grown = grow(
+        uri,
+        table,
+        home / f"scale_{size}",
+        size,
+        args.files_per_partition,
+        args.grow_chunk,
+        args.grow_connections,
+        metastore_pid,
+    )
+    print(f"  grown in {grown.wall_s:.0f} s: {grown.summary()}", flush=True)
+    return table, grown
+
+
+def _record_growth(home: Path, growth: dict[int, dict[str, Any]]) -> None:
+    """Add this run's growths to ``home``'s record of them (``growth.json``)."""
+    kept = {**_kept_growth(home), **{str(size): figures for size, figures in growth.items()}}
+    (home / "growth.json").write_text(json.dumps(kept, indent=1, sort_keys=True))
+
+
+def _kept_growth(home: Path) -> dict[str, Any]:
+    record = home / "growth.json"
+    return dict(json.loads(record.read_text())) if record.is_file() else {}
 
 
 if __name__ == "__main__":
