@@ -184,6 +184,15 @@ STREAMING_SOURCE_READ_RECOMMITS = ConfigOption(
     "sqlext: when a partition that was read is committed again (late data), read the files that commit added, "
     "once. Flink never reads rows added to a partition after it was read (false).",
 )
+DISCOVERY_AUTO, DISCOVERY_LISTING = "auto", "listing"
+STREAMING_SOURCE_PARTITION_DISCOVERY = ConfigOption(
+    "streaming-source.partition-discovery",
+    enum_type(DISCOVERY_AUTO, DISCOVERY_LISTING, case_sensitive=True),
+    DISCOVERY_AUTO,
+    "sqlext: how a streaming read finds new partitions after its first poll (which lists the table): 'auto' reads "
+    "the metastore's notification log when it keeps one (DbNotificationListener, Hive 3.0+), so a poll costs the "
+    "new events, not the table; 'listing' lists the table's partition names at every poll, as Flink does.",
+)
 
 ROLLING_FILE_SIZE = ConfigOption(
     "sink.rolling-policy.file-size",
@@ -444,6 +453,7 @@ STREAMING_SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     STREAMING_SOURCE_CONSUME_ORDER,
     STREAMING_SOURCE_CONSUME_START_OFFSET,
     STREAMING_SOURCE_READ_RECOMMITS,
+    STREAMING_SOURCE_PARTITION_DISCOVERY,
 )
 
 SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (

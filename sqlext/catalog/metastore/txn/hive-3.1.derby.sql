@@ -168,3 +168,8 @@ CREATE TABLE TXN_WRITE_NOTIFICATION_LOG (
   WNL_EVENT_TIME integer NOT NULL,
   PRIMARY KEY (WNL_TXNID, WNL_DATABASE, WNL_TABLE, WNL_PARTITION)
 );
+
+-- The notification log's id sequence, which Hive 3.0+ locks (select ... for update) before DataNucleus ever maps
+-- it: without it every DDL of a metastore with DbNotificationListener fails and rolls back.
+CREATE TABLE NOTIFICATION_SEQUENCE (NNI_ID bigint PRIMARY KEY, NEXT_EVENT_ID bigint NOT NULL);
+INSERT INTO NOTIFICATION_SEQUENCE VALUES(1, 1);

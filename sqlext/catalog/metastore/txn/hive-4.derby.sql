@@ -196,3 +196,8 @@ CREATE TABLE REPL_TXN_MAP (
   RTM_TARGET_TXN_ID bigint NOT NULL,
   PRIMARY KEY (RTM_REPL_POLICY, RTM_SRC_TXN_ID)
 );
+
+-- The notification log's id sequence, which Hive 3.0+ locks (select ... for update) before DataNucleus ever maps
+-- it: without it every DDL of a metastore with DbNotificationListener fails and rolls back.
+CREATE TABLE NOTIFICATION_SEQUENCE (NNI_ID bigint PRIMARY KEY, NEXT_EVENT_ID bigint NOT NULL);
+INSERT INTO NOTIFICATION_SEQUENCE VALUES(1, 1);
