@@ -32,6 +32,7 @@ METASTORE_RETRY_DEADLINE = PREFIX + "metastore.retry.deadline"
 METASTORE_HADOOP_PREFIX = PREFIX + "metastore.hadoop."
 METASTORE_HADOOP_CONF_DIR = PREFIX + "metastore.hadoop-conf-dir"
 METASTORE_CLASSPATH = PREFIX + "metastore.classpath"
+METASTORE_NOTIFICATIONS = PREFIX + "metastore.notifications"
 #: Spark keys that put jars (a filesystem's: hadoop-aws for s3a://) on the driver's class path.
 CLASSPATH_KEYS = frozenset({"spark.jars", "spark.jars.packages", "spark.driver.extraClassPath"})
 WAREHOUSE = PREFIX + "warehouse"
@@ -59,6 +60,8 @@ KEYS: dict[str, str] = {
     METASTORE_HADOOP_CONF_DIR: "Hadoop conf dir of the embedded metastore (default $HADOOP_CONF_DIR).",
     METASTORE_CLASSPATH: "Extra class path of the embedded metastore (entries joined by ':', a dir/* takes its jars): "
     "the filesystem jars its table locations need, e.g. hadoop-aws and the AWS SDK for s3a:// tables.",
+    METASTORE_NOTIFICATIONS: "true: the embedded metastore keeps Hive's notification log (DbNotificationListener, "
+    "its jar fetched once from Maven Central), which streaming reads of its tables poll instead of listing them.",
     WAREHOUSE: "Warehouse location (URI) for databases created by sqlext.",
     CHECKPOINT_ROOT: (
         "Root of the checkpoints of sqlext's streaming inserts (default $SQLEXT_HOME/checkpoints/<metastore>)."

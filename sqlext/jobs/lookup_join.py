@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import expressions as exp
 
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.streaming.discovery import PartitionDiscovery
 from sqlext.connectors.filesystem.streaming.partitions import (
     PartitionSnapshot,
     is_switched,
     key_function,
     name_key_function,
-    poll,
 )
 from sqlext.connectors.filesystem.streaming.settings import Key, StreamingSourceSettings
 from sqlext.connectors.filesystem.streaming.spec import SourceSpec
@@ -180,6 +180,7 @@ class LatestPartition:
     _frame: DataFrame | None = field(default=None, init=False)
     _loaded: tuple[str, str] | None = field(default=None, init=False)
     _checked_at: float | None = field(default=None, init=False)
+    _discovery: PartitionDiscovery | None = field(default=None, init=False)
 
     @property
     def interval(self) -> timedelta:
@@ -227,8 +228,10 @@ class LatestPartition:
         spec = source_spec(self.table, self.metastore_uris)
         settings = spec.settings()
         key = key_function(spec, settings)
+        if self._discovery is None:
+            self._discovery = PartitionDiscovery(spec)
         with MetastoreClient(self.metastore_uris) as client:
-            partitions = poll(spec, client, newest_names(name_key_function(spec, settings)))
+            partitions = self._discovery.poll(client, newest_names(name_key_function(spec, settings)))
         return max(partitions, key=lambda p: (key(p), p.name), default=None)
 
     def release(self) -> None:

@@ -2,14 +2,13 @@
 
 The default server is Hive 2.3's metastore (``org.apache.hadoop.hive.metastore.HiveMetaStore``, as shipped in
 pyspark's ``jars/``), run by ``java`` as a detached process through :mod:`sqlext.catalog.metastore.bound`, which
-binds it to one address: 127.0.0.1 unless told otherwise. ``version`` 3.1 or 4 runs a standalone metastore
-of that version from jars fetched once from Maven Central, bound to the same address
-(:mod:`sqlext.catalog.metastore.versions`). Its Thrift API has no authentication (anyone
-who reaches the port may create, alter and drop every database, table and partition), so another address
-needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning. Given a Kerberos principal and
-keytab it takes SASL GSSAPI logins only (:mod:`sqlext.catalog.metastore.secured`); Hive 2.3 and 3.1 are then
-Hive's own ``HiveMetaStore`` main, which listens on every interface. Its state lives under a
-home directory:
+binds it to one address: 127.0.0.1 unless told otherwise. ``version`` 3.1 or 4 runs a standalone metastore of that
+version from jars fetched once from Maven Central, bound to the same address (:mod:`.versions`). Its Thrift API
+has no authentication (anyone who reaches the port may create, alter and drop every database, table and
+partition), so another address needs ``insecure_no_auth`` (``--insecure-no-auth``) and is logged as a warning.
+Given a Kerberos principal and keytab it takes SASL GSSAPI logins only (:mod:`sqlext.catalog.metastore.secured`);
+Hive 2.3 and 3.1 are then Hive's own ``HiveMetaStore`` main, which listens on every interface. With
+``notifications`` it keeps Hive's notification log. Its state lives under a home directory:
 
 - ``conf/hive-site.xml``  written from ``conf/hive-site.xml.template`` at every start;
 - ``conf/package-sqlext.orm``  Hive 2.3 on Derby: DataNucleus mapping overrides (``versions.Release.derby_mapping``);
@@ -106,6 +105,8 @@ class MetastoreSettings:
     kerberos_keytab: Path | None = None
     #: TLS (Hive 4's metastore.use.SSL) with this keystore (``spark.sqlext.metastore.keystore.*``); none: plain.
     tls: ServerTls | None = None
+    #: Keep the notification log (Hive's DbNotificationListener; its jar is fetched from Maven Central once).
+    notifications: bool = False
 
     @classmethod
     def from_config(cls, config: SqlextConfig) -> MetastoreSettings:
@@ -141,6 +142,7 @@ class MetastoreSettings:
             kerberos_principal=v.get(kerberos.SERVER_PRINCIPAL) if v.get(kerberos.SERVER_KEYTAB) else None,
             kerberos_keytab=Path(v[kerberos.SERVER_KEYTAB]) if v.get(kerberos.SERVER_KEYTAB) else None,
             tls=ServerTls.from_values(v),
+            notifications=v.get(cfg.METASTORE_NOTIFICATIONS, "false").lower() == "true",
         )
 
     def __post_init__(self) -> None:
@@ -319,7 +321,8 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     jars_dir = release.jars_dir()
     settings.home.mkdir(parents=True, exist_ok=True)
     secured = settings.server_kerberos()
-    security = secured.hive_properties() if secured is not None else ()
+    listener, listener_classpath = release.notification_listener() if settings.notifications else ((), ())
+    security = listener + (secured.hive_properties() if secured is not None else ())
     if settings.tls is not None:
         security += settings.tls.hive_properties()
     _write_hive_site(settings, release.host_properties(settings.host) + _mapping(settings, release) + security)
@@ -331,8 +334,7 @@ def _command(settings: MetastoreSettings, java: str) -> list[str]:
     own_main = secured is not None and release.bound_source is not None
     if release.bound_source is not None and not own_main:
         classpath.append(str(bound.classes_dir(java, release.bound_source, jars_dir)))
-    classpath.append(str(jars_dir / "*"))
-    classpath.extend(settings.classpath)
+    classpath += [str(jars_dir / "*"), *listener_classpath, *settings.classpath]
     if driver_jar is not None:
         if not driver_jar.is_file():
             raise MetastoreError(
@@ -380,7 +382,8 @@ def _create_txn_tables(settings: MetastoreSettings, java: str) -> tuple[str, ...
     # A Derby database that got them says so in a file of its own dir, which goes with it: the check is a JVM
     # run (about 1 s) that a start need not repeat. A PostgreSQL database is checked at every start.
     marker = settings.derby_dir / TXN_TABLES_MARKER if settings.backend is Backend.DERBY else None
-    if marker is not None and marker.is_file() and marker.read_text().strip() == release.version.value:
+    done = marker is not None and marker.is_file() and marker.read_text().strip() == release.version.value
+    if done and not settings.notifications:  # the notification log's sequence: homes made before may lack it
         return ()
     _, _, driver_jar = settings.connection()
     drivers = [str(driver_jar)] if driver_jar is not None else [str(j) for j in release.jars_dir().glob("derby*.jar")]
@@ -492,9 +495,5 @@ def _answers(settings: MetastoreSettings, timeout_s: float) -> bool:
 
 def _live_pid(settings: MetastoreSettings) -> int | None:
     """The pid in this home's pid file, if that process is alive and is our metastore on that port."""
-    port = str(settings.port)
-    for main_class in versions.main_classes():
-        pid = process.live_pid(settings.pid_file, main_class, port)
-        if pid is not None:
-            return pid
-    return None
+    pids = (process.live_pid(settings.pid_file, main, str(settings.port)) for main in versions.main_classes())
+    return next((pid for pid in pids if pid is not None), None)

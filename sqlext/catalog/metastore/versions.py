@@ -80,6 +80,14 @@ _SERDES_4 = (
 )
 
 
+#: Listeners called inside each DDL's transaction: the event is written (and its id taken) as part of it.
+_LISTENERS_KEY = "hive.metastore.transactional.event.listeners"
+_DB_NOTIFICATION_LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+#: Hive 3.0+ serves the log only to its superusers (proxy users) by default: an embedded metastore has none.
+_EVENTS_API_AUTH = "hive.metastore.event.db.notification.api.auth"
+_HCATALOG_SERVER_EXTENSIONS = "org.apache.hive.hcatalog:hive-hcatalog-server-extensions"
+
+
 def _schema_from_metastore(key: str, defaults: tuple[str, ...]) -> tuple[str, str]:
     return (key, ",".join((*defaults, _AVRO_SERDE)))
 
@@ -104,6 +112,8 @@ class Release:
     #: DataNucleus mapping overrides (a ``package-<name>.orm`` file) for the Derby backend, named by
     #: ``datanucleus.mapping`` and found on the class path.
     derby_mapping: Path | None = None
+    #: The jar of Hive's ``DbNotificationListener`` (the notification log), at this version; none: not published.
+    listener_coordinate: str | None = None
 
     @property
     def downloads(self) -> bool:
@@ -121,6 +131,19 @@ class Release:
         return not self.coordinates or jars.is_fetched(
             f"hive-metastore-{self.version}", self.coordinates, exclude=self.exclude
         )
+
+    def notification_listener(self) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+        """The settings that make the metastore keep its notification log, and the class path of its jar
+        (fetched from Maven Central the first time, without dependencies: the metastore's jars have them)."""
+        if self.listener_coordinate is None:
+            raise MetastoreError(
+                f"sqlext knows no DbNotificationListener jar for Hive {self.full_version}; "
+                f"use --version {HiveVersion.V3_1.value} for a metastore with notifications.",
+                option="version",
+                value=self.version.value,
+            )
+        jar_dir = jars.fetch(f"hive-listener-{self.version}", (self.listener_coordinate,), transitive=False)
+        return ((_LISTENERS_KEY, _DB_NOTIFICATION_LISTENER), (_EVENTS_API_AUTH, "false")), (str(jar_dir / "*"),)
 
     def host_properties(self, host: str) -> tuple[tuple[str, str], ...]:
         """The settings of this version, with the bind host where the version has a setting for it."""
@@ -142,6 +165,7 @@ RELEASES: dict[HiveVersion, Release] = {
         ),
         # Ids of new partitions in blocks of 1,000, not 5 (see the file; bench/README.md, "pipelined" registration).
         derby_mapping=_HERE / "package-sqlext.orm",
+        listener_coordinate=f"{_HCATALOG_SERVER_EXTENSIONS}:2.3.10",
     ),
     HiveVersion.V3_1: Release(
         HiveVersion.V3_1,
@@ -154,6 +178,7 @@ RELEASES: dict[HiveVersion, Release] = {
         main_class="BoundHiveMetaStore3",
         bound_source=_HERE / "BoundHiveMetaStore3.java",
         properties=(*_STANDALONE_PROPERTIES, _schema_from_metastore(_STANDALONE_SERDES_KEY, _SERDES_2_3_AND_3_1)),
+        listener_coordinate=f"{_HCATALOG_SERVER_EXTENSIONS}:3.1.3",
     ),
     HiveVersion.V4: Release(
         HiveVersion.V4,

@@ -17,6 +17,26 @@ from typing import Any
 from sqlext.connectors.filesystem.incremental.window import FORM as WINDOW_FORM
 from sqlext.connectors.filesystem.incremental.window import KEY as WINDOW_KEY
 from sqlext.connectors.filesystem.incremental.window import Window, check_window, parse_window
+from sqlext.connectors.filesystem.streaming_options import (  # noqa: F401 - the connector's options, in one place
+    DISCOVERY_AUTO,
+    DISCOVERY_LISTING,
+    INCLUDE_ALL,
+    INCLUDE_LATEST,
+    ORDER_CREATE_TIME,
+    ORDER_PARTITION_NAME,
+    ORDER_PARTITION_TIME,
+    PARTITION_ORDERS,
+    STREAMING_SOURCE_CONSUME_ORDER,
+    STREAMING_SOURCE_CONSUME_START_OFFSET,
+    STREAMING_SOURCE_ENABLE,
+    STREAMING_SOURCE_MONITOR_INTERVAL,
+    STREAMING_SOURCE_OPTIONS,
+    STREAMING_SOURCE_PARTITION_DISCOVERY,
+    STREAMING_SOURCE_PARTITION_INCLUDE,
+    STREAMING_SOURCE_PARTITION_ORDER,
+    STREAMING_SOURCE_READ_RECOMMITS,
+    STREAMING_SOURCE_READ_RECOMMITS_RETAINED,
+)
 from sqlext.options import (
     BOOLEAN,
     DURATION,
@@ -117,80 +137,6 @@ INCREMENTAL_BETWEEN_TIMESTAMP = ConfigOption(
     "batch read only (in an OPTIONS hint); the table's commit log must still cover the window "
     "(sink.commit-log.retained-batches). See docs/incremental-reads.md.",
     check=check_window,
-)
-
-ORDER_PARTITION_NAME = "partition-name"
-ORDER_CREATE_TIME = "create-time"
-ORDER_PARTITION_TIME = "partition-time"
-PARTITION_ORDERS = (ORDER_CREATE_TIME, ORDER_PARTITION_TIME, ORDER_PARTITION_NAME)
-INCLUDE_ALL = "all"
-INCLUDE_LATEST = "latest"
-
-STREAMING_SOURCE_ENABLE = ConfigOption(
-    "streaming-source.enable",
-    BOOLEAN,
-    False,
-    "In a streaming query, read the table as a stream of committed partitions: each partition's rows once the "
-    "partition is in the metastore, in 'streaming-source.partition-order', from "
-    "'streaming-source.consume-start-offset' (see docs/streaming-reads.md). Partitions must be committed "
-    "atomically (sqlext's sink does).",
-)
-STREAMING_SOURCE_PARTITION_INCLUDE = ConfigOption(
-    "streaming-source.partition.include",
-    enum_type(INCLUDE_ALL, INCLUDE_LATEST, case_sensitive=True),
-    INCLUDE_ALL,
-    "Which partitions a streaming read reads: 'all', or 'latest': only the newest committed partition in "
-    "'streaming-source.partition-order', reloaded at 'streaming-source.monitor-interval'; 'latest' is only for "
-    "a temporal (lookup) join, JOIN t FOR SYSTEM_TIME AS OF s.proc_time (see docs/streaming-reads.md).",
-)
-STREAMING_SOURCE_MONITOR_INTERVAL = ConfigOption(
-    "streaming-source.monitor-interval",
-    DURATION,
-    None,
-    "How often the streaming source asks the metastore for newly committed partitions. Unset: 1 min (as "
-    "Flink's Hive streaming read). The query's trigger interval also paces it: a micro-batch asks at most once. "
-    "For a temporal join of the latest partition, how often the newest partition is looked up and reloaded; "
-    "unset: 60 min (as in Flink).",
-    check=positive,
-)
-STREAMING_SOURCE_PARTITION_ORDER = ConfigOption(
-    "streaming-source.partition-order",
-    enum_type(*PARTITION_ORDERS, case_sensitive=True),
-    ORDER_PARTITION_NAME,
-    "The order in which partitions are read and compared with the start offset: 'partition-name' (alphabetical "
-    "order of the names), 'create-time' (when the partition was created in the metastore, i.e. committed; Flink "
-    "takes the directory's modification time), 'partition-time' (the time extracted from the partition values "
-    "with partition.time-extractor.*). A partition that appears after a later one was read is skipped, as in Flink.",
-)
-STREAMING_SOURCE_CONSUME_ORDER = ConfigOption(
-    "streaming-source.consume-order",
-    enum_type(*PARTITION_ORDERS, case_sensitive=True),
-    None,
-    "Deprecated (as in Flink): the former name of 'streaming-source.partition-order'.",
-)
-STREAMING_SOURCE_CONSUME_START_OFFSET = ConfigOption(
-    "streaming-source.consume-start-offset",
-    STRING,
-    None,
-    "Where a new streaming read starts: for 'create-time' and 'partition-time' a timestamp "
-    "'yyyy-[m]m-[d]d [hh:mm:ss]' (partitions from that time on), for 'partition-name' a partition name such as "
-    "'dt=2020-10-01/hr=00' (partitions from that name on). Unset: every partition. A restarted query resumes "
-    "from its checkpoint instead.",
-)
-STREAMING_SOURCE_READ_RECOMMITS = ConfigOption(
-    "streaming-source.read-recommits",
-    BOOLEAN,
-    True,
-    "sqlext: when a partition that was read is committed again (late data), read the files that commit added, "
-    "once. Flink never reads rows added to a partition after it was read (false).",
-)
-STREAMING_SOURCE_READ_RECOMMITS_RETAINED = ConfigOption(
-    "streaming-source.read-recommits.retained-partitions",
-    INT,
-    1000,
-    "sqlext: with 'streaming-source.read-recommits', how many of the partitions read last the source's offset "
-    "keeps the read files of (the offset is in every checkpoint, so this bounds its size: about 60 bytes a "
-    "file). A re-commit of a partition read before those is not read, as in Flink.",
 )
 
 ROLLING_FILE_SIZE = ConfigOption(
@@ -442,17 +388,6 @@ SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
     SOURCE_MAX_FILES_PER_TRIGGER,
     SOURCE_IGNORE_CORRUPT_FILES,
     INCREMENTAL_BETWEEN_TIMESTAMP,
-)
-
-STREAMING_SOURCE_OPTIONS: tuple[ConfigOption[Any], ...] = (
-    STREAMING_SOURCE_ENABLE,
-    STREAMING_SOURCE_PARTITION_INCLUDE,
-    STREAMING_SOURCE_MONITOR_INTERVAL,
-    STREAMING_SOURCE_PARTITION_ORDER,
-    STREAMING_SOURCE_CONSUME_ORDER,
-    STREAMING_SOURCE_CONSUME_START_OFFSET,
-    STREAMING_SOURCE_READ_RECOMMITS,
-    STREAMING_SOURCE_READ_RECOMMITS_RETAINED,
 )
 
 SINK_OPTIONS: tuple[ConfigOption[Any], ...] = (

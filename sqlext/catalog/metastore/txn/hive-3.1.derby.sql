@@ -168,3 +168,21 @@ CREATE TABLE TXN_WRITE_NOTIFICATION_LOG (
   WNL_EVENT_TIME integer NOT NULL,
   PRIMARY KEY (WNL_TXNID, WNL_DATABASE, WNL_TABLE, WNL_PARTITION)
 );
+
+-- The notification log's id sequence, which Hive 3.0+ locks (select ... for update) before DataNucleus ever maps
+-- it: without it every DDL of a metastore with DbNotificationListener fails and rolls back.
+CREATE TABLE NOTIFICATION_SEQUENCE (NNI_ID bigint PRIMARY KEY, NEXT_EVENT_ID bigint NOT NULL);
+INSERT INTO NOTIFICATION_SEQUENCE VALUES(1, 1);
+-- The log itself, as Hive's schema script has it: DataNucleus would make MESSAGE a LONG VARCHAR (32,700
+-- characters), too short for the event of one add_partitions call of 100 partitions.
+CREATE TABLE NOTIFICATION_LOG (
+  NL_ID bigint PRIMARY KEY,
+  DB_NAME varchar(128),
+  EVENT_ID bigint NOT NULL,
+  EVENT_TIME integer NOT NULL,
+  EVENT_TYPE varchar(32) NOT NULL,
+  MESSAGE clob,
+  TBL_NAME varchar(256),
+  MESSAGE_FORMAT varchar(16),
+  CAT_NAME varchar(256)
+);

@@ -25,6 +25,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.listener import StreamingQueryListener
 
 from sqlext.connectors.filesystem import options as fso
+from sqlext.connectors.filesystem.streaming.discovery import PartitionDiscovery
 from sqlext.connectors.filesystem.streaming.offsets import (
     batch_progress,
     files_to_read,
@@ -39,7 +40,6 @@ from sqlext.connectors.filesystem.streaming.partitions import (
     key_function,
     list_partition_files,
     name_key_function,
-    poll,
 )
 from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME, SourceSpec
 from sqlext.options import Options
@@ -80,10 +80,13 @@ class CommittedPartitionReader(DataSourceStreamReader):
         self._next_poll = 0.0
         self._latest: dict[str, Any] | None = None
         self._polled: list[PartitionSnapshot] = []
+        self._discovery = PartitionDiscovery(spec)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_client"] = None
+        # A copy elsewhere (an executor's) lists at its first poll: the cache of names is this process's.
+        state["_discovery"] = PartitionDiscovery(self.spec)
         return state
 
     def initialOffset(self) -> dict[str, Any]:
@@ -101,7 +104,7 @@ class CommittedPartitionReader(DataSourceStreamReader):
         # pyarrow, which needs the session's keys (an s3a:// table's endpoint and credentials) as read_file does.
         arrowfs.configure(self.spec.hadoop)
         name_key = name_key_function(self.spec, self.settings)
-        partitions = poll(self.spec, self._metastore(), unread_names(start, self.settings, name_key))
+        partitions = self._discovery.poll(self._metastore(), unread_names(start, self.settings, name_key))
         self._polled = partitions
         options = Options(self.spec.options)
         success_file = options.get(fso.SUCCESS_FILE_NAME)
