@@ -264,10 +264,12 @@ def test_clock_skew_is_named_with_what_to_do() -> None:
     assert "NTP" in message
 
 
-#: The streaming test's tickets: a few lifetimes pass while its insert runs.
-SHORT_LIFE_S = 90
-#: Seconds between the streaming test's input files.
-PACE_S = 30
+#: The streaming test's tickets: a few lifetimes pass while its insert runs. Short, as the test lasts 3.5 of
+#: them: Hadoop re-logs in at 80% of a ticket's life (24 s; not within 5 s of the last login, as the test sets)
+#: and MIT's keytab login at half of it, so each lifetime still sees a login of both.
+SHORT_LIFE_S = 30
+#: Seconds between the streaming test's input files: over 10 hours of input in the 3.5 lifetimes.
+PACE_S = 10
 
 
 def _partition_names(hms: MetastoreClient) -> list[str]:

@@ -104,11 +104,27 @@ def dump() -> Path:
     return archive
 
 
+def java_options() -> str | None:
+    """The JVM options that map the archive (None: it was not dumped)."""
+    archive = archive_path()
+    return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.is_file() else None
+
+
 def install() -> None:
     """Let every Spark driver started from here on map the archive, if it was dumped."""
-    archive = archive_path()
-    if archive.is_file() and SUBMIT_OPTS_ENV not in os.environ:
-        os.environ[SUBMIT_OPTS_ENV] = f"-XX:SharedArchiveFile={archive} {QUIET}"
+    options = java_options()
+    if options and SUBMIT_OPTS_ENV not in os.environ:
+        os.environ[SUBMIT_OPTS_ENV] = options
+
+
+def without_archive(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the options :func:`install` put in ``SPARK_SUBMIT_OPTS``: for a driver whose class path
+    starts with other jars (``spark.driver.extraClassPath``), which cannot map this archive; sqlext's own class
+    sharing (``spark.sqlext.driver.class-sharing``) then gives it an archive of its own class path."""
+    ours = (java_options() or "").split()
+    kept = [option for option in env.get(SUBMIT_OPTS_ENV, "").split() if option not in ours]
+    stripped = {key: value for key, value in env.items() if key != SUBMIT_OPTS_ENV}
+    return {**stripped, SUBMIT_OPTS_ENV: " ".join(kept)} if kept else stripped
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -19,8 +19,10 @@ import pyarrow.dataset as ds
 
 from sqlext.catalog.metastore.client import MetastoreClient
 from sqlext.catalog.metastore.launcher import MetastoreSettings
+from sqlext.config import DRIVER_CLASS_SHARING, ClassSharing
 from sqlext.faults import EXIT_CODE, OVERLAPPED_POINTS
 from sqlext.io.fs import FileSystem
+from tests.support.class_archive import without_archive
 from tests.support.s3_server import ACCESS_KEY, REGION, SECRET_KEY, S3Request, S3Server
 from tests.support.stores import hadoop_cloud_jars, s3a_jars
 from tests.support.streams import write_hourly_events
@@ -61,13 +63,23 @@ SELECT id, user_id, amount, ts, DATE_FORMAT(ts, 'yyyy-MM-dd'), DATE_FORMAT(ts, '
 def run_cli(
     args: list[str], conf: dict[str, str], home: Path, fault: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
     env = {**os.environ, "SQLEXT_HOME": str(home), "PYTHONPATH": str(REPO)}
+    if "spark.driver.extraClassPath" in conf:
+        env, conf = without_archive(env), {**conf, **_own_class_sharing(fault)}
+    flags = [item for key, value in conf.items() for item in ("--conf", f"{key}={value}")]
     env.pop("SQLEXT_FAULT", None)
     if fault:
         env["SQLEXT_FAULT"] = fault
     command = [sys.executable, "-m", "sqlext.cli", *args, *flags]
     return subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def _own_class_sharing(fault: str | None) -> dict[str, str]:
+    """sqlext's class archive for a driver whose class path starts with the storage's jars (S3A's), which the
+    tests' archive of pyspark's class path cannot serve: each S3 run would load every class afresh. A run that
+    ends writes the archive if there is none yet (once per class path, in sqlext's cache dir); one killed at a
+    fault point only starts from it (it would write nothing: its driver dies before its exit hook)."""
+    return {DRIVER_CLASS_SHARING: (ClassSharing.EXISTING if fault else ClassSharing.WRITE).value}
 
 
 def start_job(
