@@ -37,13 +37,21 @@ def free_port() -> int:
 
 @contextmanager
 def metastore(
-    home: Path, version: str = "2.3", properties: Mapping[str, str] | None = None, heap: str = "512m"
+    home: Path,
+    version: str = "2.3",
+    properties: Mapping[str, str] | None = None,
+    heap: str = "512m",
+    notifications: bool = False,
 ) -> Iterator[MetastoreSettings]:
-    """A real embedded HMS (Hive ``version``, ``heap`` its -Xmx) for the benchmark's lifetime, its home
-    ``home/metastore`` (a home kept from an earlier run is restarted as it is), with ``properties`` added to its
-    Hive settings."""
+    """A real embedded HMS (Hive ``version``, ``heap`` its -Xmx; ``notifications``: keeping its notification
+    log) for the benchmark's lifetime, its home ``home/metastore`` (a home kept from an earlier run is restarted
+    as it is), with ``properties`` added to its Hive settings."""
     settings = MetastoreSettings(
-        port=free_port(), home=home / "metastore", version=versions.release(version).version, heap=heap
+        port=free_port(),
+        home=home / "metastore",
+        version=versions.release(version).version,
+        heap=heap,
+        notifications=notifications,
     )
     write_metastore_site(settings, properties or {})
     launcher.start(settings)

@@ -216,13 +216,13 @@ def _steady_poll(client: MetastoreClient, uri: str, table: TableDefinition) -> C
     """A steady poll of a reader started at the steady insert's first day (the same partitions on every table),
     with sqlext's default read-recommits, caught up by a first poll (untimed) of what is there: it looks for new
     partitions and re-commits of those it read."""
+    from sqlext.connectors.filesystem.streaming.discovery import PartitionDiscovery
     from sqlext.connectors.filesystem.streaming.offsets import initial_offset, next_offset, unread_names
     from sqlext.connectors.filesystem.streaming.partitions import (
         compaction_merges,
         key_function,
         list_partition_files,
         name_key_function,
-        poll,
     )
     from sqlext.connectors.filesystem.streaming.settings import StreamingSourceSettings
     from sqlext.connectors.filesystem.streaming.spec import SourceSpec
@@ -240,10 +240,14 @@ def _steady_poll(client: MetastoreClient, uri: str, table: TableDefinition) -> C
     settings = StreamingSourceSettings.from_table(reading)
     name_key = name_key_function(spec, settings)
 
+    # As the source polls: one discovery for the reader's life (the notification log after its first poll,
+    # where the metastore keeps one; else a listing every poll).
+    discovery = PartitionDiscovery(spec)
+
     def poll_from(start: dict[str, Any]) -> dict[str, Any]:
         return next_offset(
             start,
-            poll(spec, client, unread_names(start, settings, name_key)),
+            discovery.poll(client, unread_names(start, settings, name_key)),
             settings,
             key_function(spec, settings),
             lambda partition: list_partition_files(partition, "_SUCCESS"),
@@ -353,6 +357,11 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a Hive setting of the metastore (hivemetastore-site.xml); repeatable",
     )
+    parser.add_argument(
+        "--notifications",
+        action="store_true",
+        help="the metastore keeps its notification log (Hive 3.1), which a streaming read's steady poll reads",
+    )
     parser.add_argument("--grow-chunk", type=int, default=GROW_CHUNK, help="partitions per add_partitions_req")
     parser.add_argument("--grow-connections", type=int, default=GROW_CONNECTIONS)
     parser.add_argument("--metastore-heap", default=METASTORE_HEAP, help="the metastore JVM's -Xmx")
@@ -370,7 +379,7 @@ def main() -> None:
     load = {"start": os.getloadavg()}
     growth: dict[int, dict[str, Any]] = {}
     with (
-        metastore(home, args.hive_version, properties, args.metastore_heap) as settings,
+        metastore(home, args.hive_version, properties, args.metastore_heap, args.notifications) as settings,
         MetastoreClient(settings.uri) as client,
     ):
         metastore_pid = launcher.status(settings).pid

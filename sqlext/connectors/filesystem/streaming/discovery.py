@@ -13,7 +13,9 @@ removed unread events, a metastore without a log or without the lock) makes the 
 
 The poll then gives :func:`~sqlext.connectors.filesystem.streaming.offsets.next_offset` the snapshots a listing
 would have given for the names ``wanted`` keeps (the cache holds every name and the wanted names' snapshots),
-so offsets are those of a listing; a restarted query starts a new process, whose first poll lists.
+so offsets are those of a listing; a restarted query starts a new process, whose first poll lists. The cache
+keeps the names ``wanted`` kept (a name it leaves out is not wanted again while partitions are only added), so
+a steady poll neither lists nor parses the table's names; a dropped partition makes the next poll a listing.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class PartitionDiscovery:
         self.last_id: int | None = None
         self.names: set[str] = set()
         self.snapshots: dict[str, PartitionSnapshot] = {}
+        #: Whether :attr:`names` holds the wanted names only (not every name of the table).
+        self._pruned = False
         #: Whether the metastore locks its event ids (asked once a process).
         self._locked: bool | None = None
 
@@ -66,6 +70,12 @@ class PartitionDiscovery:
             self.names.difference_update(name for name in missing if name not in self.snapshots)
         keep = set(names)
         self.snapshots = {name: value for name, value in self.snapshots.items() if name in keep}
+        if wanted is not None:
+            # A name ``wanted`` leaves out is never wanted again while partitions are only added (the offset's
+            # key only grows; the lookup join's newest only moves on), so the cache keeps the wanted names only:
+            # a poll then costs the new events, not the table's names. A drop makes the next poll list.
+            self.names = {name for name in keep if name in self.snapshots}
+            self._pruned = True
         return [self.snapshots[name] for name in names if name in self.snapshots]
 
     def _baseline(self, client: Any) -> bool:
@@ -79,6 +89,7 @@ class PartitionDiscovery:
             return False  # an empty log (none written yet, or no listener): listed, asked again next poll
         self.names = set(client.get_partition_names(self.spec.database, self.spec.table))
         self.snapshots = {}
+        self._pruned = False
         self.last_id = event_id
         return True
 
@@ -94,6 +105,11 @@ class PartitionDiscovery:
             name = partition_path(keys, list(change.values), self.default_name)
             self.snapshots.pop(name, None)  # fetched again (altered: committed again) when wanted
             if change.kind == notifications.DROP:
+                if self._pruned:
+                    log.info(
+                        "%s.%s: partitions listed again: %s was dropped", self.spec.database, self.spec.table, name
+                    )
+                    return False  # a name left out as not wanted may be wanted again
                 self.names.discard(name)
             else:
                 self.names.add(name)
