@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from sqlext.catalog.hms import Catalog
-from sqlext.catalog.metastore.client import MetastoreClient
-from sqlext.cli.conf import reach_storage
-from sqlext.connectors.filesystem.expiration import DEFAULT_READER_GRACE, PartitionExpirer
 from sqlext.errors import SqlextError
-from sqlext.options import DURATION_FORM, parse_duration
-from sqlext.table import TableIdentifier
+
+if TYPE_CHECKING:
+    from sqlext.catalog.metastore.client import MetastoreClient
 
 HELP = "drop a table's partitions older than its partition.expiration-time from the HMS, then delete their files"
 
@@ -29,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_expire(args: argparse.Namespace, conf: dict[str, str], metastore: MetastoreClient) -> int:
     """Run ``sqlext expire`` on the metastore of the client ``metastore`` (closed at the end); print what expired
     (or would)."""
+    # here, not at the top: every command's parser imports this module (sqlext run's start-up among them)
+    from sqlext.catalog.hms import Catalog
+    from sqlext.cli.conf import reach_storage
+    from sqlext.connectors.filesystem.expiration import DEFAULT_READER_GRACE, PartitionExpirer
+    from sqlext.options import DURATION_FORM, parse_duration
+    from sqlext.table import TableIdentifier
+
     try:
         grace = parse_duration(args.reader_grace) if args.reader_grace else DEFAULT_READER_GRACE
     except ValueError as exc:

@@ -203,7 +203,6 @@ sqlext's parser first, so Flink DDL and streaming INSERTs work; queries are Spar
 
 def _run(args: argparse.Namespace) -> int:
     from sqlext.config import SESSION_PREFIX
-    from sqlext.jobs.checkpoint import START_OPTION, StartMode
     from sqlext.spark.runner import run_file
 
     conf = command_conf(args)
@@ -211,6 +210,8 @@ def _run(args: argparse.Namespace) -> int:
         given = [conf["spark.jars.packages"]] if conf.get("spark.jars.packages") else []
         conf["spark.jars.packages"] = ",".join([*given, *args.packages])
     if args.fresh:
+        from sqlext.jobs.checkpoint import START_OPTION, StartMode  # sqlglot: not before the JVM's start otherwise
+
         conf[SESSION_PREFIX + START_OPTION] = StartMode.FRESH.value
     return run_file(args.file, conf)
 

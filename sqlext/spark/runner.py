@@ -23,12 +23,22 @@ from types import FrameType
 from typing import Any
 
 from sqlext.errors import SqlextError
-from sqlext.registry import explain_query_failure
 from sqlext.runtime.console import quiet_third_party_warnings, setup_command_logging
 from sqlext.spark import memory
-from sqlext.sql.parser import split_statements
+from sqlext.spark.driver_start import start_driver
 
 log = logging.getLogger("sqlext.run")
+#: What a run's statements import, imported while the driver JVM starts (pyspark.testing.utils: pandas, which
+#: pyspark 4's ``functions.lit`` imports at its first call).
+RUN_MODULES = (
+    "sqlext.spark.session",
+    "sqlext.catalog.hms",
+    "sqlext.metrics",
+    "sqlext.jobs.insert",
+    "sqlext.connectors.filesystem.csv_records_jvm",
+    "pyspark.sql.functions",
+    "pyspark.testing.utils",
+)
 WAIT_SLICE_S = 1
 #: Spark's error for a file it cannot read (corrupt, truncated, another format, a column of another type).
 _UNREADABLE_FILE = re.compile(
@@ -69,10 +79,12 @@ def _show(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
 
 def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> int:
     """Run a script's statements; wait for the streaming inserts it starts. Returns the exit code."""
-    from sqlext.spark.session import spark_session
-
     setup_command_logging()
     memory.exit_on_out_of_memory()
+    start_driver(conf, meanwhile=RUN_MODULES)  # the statements' imports while the JVM starts, not before it
+    from sqlext.spark.session import spark_session
+    from sqlext.sql.parser import split_statements
+
     # The commands after a run (sqlext commits, the next run) use the embedded metastore it may start: kept.
     spark = spark_session(app_name=f"sqlext run {source}", conf=dict(conf), keep_metastore=True)
     spark.sparkContext.setLogLevel("ERROR")
@@ -222,6 +234,8 @@ def failure_hint(failure: str) -> str:
             "('source.ignore-corrupt-files' = 'true'); then run again: the insert resumes at the batch that "
             "failed, and nothing of that batch was committed."
         )
+    from sqlext.registry import explain_query_failure
+
     explained = explain_query_failure(failure)
     return f"\nsqlext: {explained}" if explained else ""
 

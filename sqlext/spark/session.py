@@ -35,9 +35,9 @@ from sqlext.config import METASTORE_URIS, SESSION_PREFIX, WAREHOUSE, SqlextConfi
 from sqlext.connectors.filesystem.sink import running_insert
 from sqlext.errors import ConfigError, SqlextError, ValidationError
 from sqlext.frames import NO_ROWS, OK, StatementResult
-from sqlext.spark import class_sharing
 from sqlext.spark import kerberos as spark_kerberos
 from sqlext.spark.databases import create_as_spark
+from sqlext.spark.driver_start import start_driver
 from sqlext.spark.metastore import session_metastore
 from sqlext.sql import parser as p
 from sqlext.sql import statements as st
@@ -78,15 +78,7 @@ def spark_session(
 
     # spark-submit's --conf flags arrive as the JVM's spark.* properties: a JVM-backed SparkConf reads them.
     # A JVM started here gets ``conf`` too: its launch settings (spark.driver.memory) apply only then.
-    launch = SparkConf(loadDefaults=False).setAll(list((conf or {}).items()))
-    shared = class_sharing.share_classes(conf or {}, SqlextConfig.load(conf or {}).driver_class_sharing)
-    try:
-        _ensure_jvm(launch)
-    except Exception:
-        if shared is None:
-            raise
-        class_sharing.unusable(shared)
-        _ensure_jvm(launch)
+    start_driver(conf or {})
     conf = {**dict(SparkConf().getAll()), **(conf or {})}
     conf.update(spark_kerberos.secure({**SqlextConfig.load(conf).values, **conf}, SparkContext._jvm))
     master = master or conf.get("spark.master", "local[*]")
@@ -109,22 +101,6 @@ def spark_session(
     spark = builder.enableHiveSupport().getOrCreate()
     extend(spark)
     return spark
-
-
-def _ensure_jvm(launch: Any) -> None:
-    """Start the driver JVM, unless there is one (under spark-submit it is this process's parent), in a session
-    of its own: a signal to this process's group (a supervisor's SIGTERM to the group, Ctrl-C) reaches this
-    process, which stops the queries cleanly, and not the JVM under them. The JVM still ends with this process:
-    it exits when its stdin, a pipe from here, closes."""
-    import os
-
-    from pyspark import SparkContext
-    from pyspark.java_gateway import launch_gateway
-
-    gateway = None
-    if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        gateway = launch_gateway(conf=launch, popen_kwargs={"start_new_session": True})
-    SparkContext._ensure_initialized(gateway=gateway, conf=launch)
 
 
 class SqlextSession:
