@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -79,3 +81,40 @@ def test_batch_ends_read_pyspark_35_dicts_and_pyspark_4_objects_alike() -> None:
     assert peers._batch_ends(SimpleNamespace(recentProgress=progress)) == expected
     objects = [SimpleNamespace(**fields) for fields in progress]
     assert peers._batch_ends(SimpleNamespace(recentProgress=objects)) == expected
+
+
+def _run(tmp_path: Path) -> peers.Run:
+    return peers.Run(tmp_path / "input", tmp_path / "work", "p_r0", "thrift://unused:9083")
+
+
+def test_spark35_runtimes_are_the_ones_maven_central_serves() -> None:
+    assert peers.PEERS["p"].candidates == ("org.apache.paimon:paimon-spark-3.5:0.9.0",)
+    assert peers.PEERS["h"].candidates == ("org.apache.hudi:hudi-spark3.5-bundle_2.12:1.0.2",)
+    assert {peers.PEERS[key].spark for key in ("s35", "p", "pm", "h", "hm")} == {"3.5"}
+
+
+def test_hudi_commits_are_read_from_a_1_0_timeline_in_utc(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    timeline = run.table_dir / ".hoodie" / "timeline"
+    timeline.mkdir(parents=True)
+    for name in (
+        "20261202172001500_20261202172003250.commit",
+        "20261202172000100_20261202172001000.commit",
+        "20261202172001500.commit.requested",
+        "20261202172001500.inflight",
+        "20261202172004000_20261202172004100.clean",
+    ):
+        (timeline / name).write_text("{}")
+    at = datetime(2026, 12, 2, 17, 20, 1, tzinfo=UTC).timestamp()
+    assert peers._hudi_visible(None, run, 2) == [at, at + 2.25]
+
+
+def test_paimon_batches_are_its_append_snapshots_in_id_order(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    snapshots = peers._paimon_table_dir(run) / "snapshot"
+    snapshots.mkdir(parents=True)
+    for snapshot_id, kind, millis in ((2, "APPEND", 3000), (1, "APPEND", 1500), (3, "COMPACT", 4000)):
+        snapshot = {"id": snapshot_id, "commitKind": kind, "timeMillis": millis}
+        (snapshots / f"snapshot-{snapshot_id}").write_text(json.dumps(snapshot))
+    (snapshots / "LATEST").write_text("3")
+    assert peers._paimon_visible(peers._paimon_table_dir)(None, run, 2) == [1.5, 3.0]
