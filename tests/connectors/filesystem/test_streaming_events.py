@@ -43,12 +43,36 @@ class Calls(listeners.InsertListener):
         self.made.append(call)
 
 
+#: Hive 3.1's metastore logs through log4j 1 (its conf dir is first on its class path): the audit logger's
+#: lines, one a call with the call's name and table (``cmd=source:<ip> get_partition_names : tbl=hive.db.t``), go to
+#: ``logs/audit.log``.
+_AUDIT_LOG4J = """log4j.rootLogger=WARN, console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.logger.org.apache.hadoop.hive.metastore.HiveMetaStore.audit=INFO, audit
+log4j.additivity.org.apache.hadoop.hive.metastore.HiveMetaStore.audit=false
+log4j.appender.audit=org.apache.log4j.FileAppender
+log4j.appender.audit.File={path}
+log4j.appender.audit.layout=org.apache.log4j.PatternLayout
+log4j.appender.audit.layout.ConversionPattern=%m%n
+"""
+
+
 def _start(home: Path, **hadoop: str) -> MetastoreSettings:
     settings = MetastoreSettings(
         port=free_port(), home=home, version=HiveVersion.V3_1, notifications=True, hadoop=tuple(hadoop.items())
     )
+    settings.conf_dir.mkdir(parents=True, exist_ok=True)
+    (settings.conf_dir / "log4j.properties").write_text(_AUDIT_LOG4J.format(path=home / "logs" / "audit.log"))
     launcher.start(settings)
     return settings
+
+
+def _audited(settings: MetastoreSettings, call: str, table: str) -> int:
+    """How many ``call``s of ``table`` (``db.name``) the metastore logged in its audit log."""
+    audit = settings.home / "logs" / "audit.log"
+    lines = audit.read_text().splitlines() if audit.is_file() else []
+    return sum(1 for line in lines if f" {call} : tbl=hive.{table}" in line)
 
 
 @pytest.fixture(scope="module")
@@ -195,3 +219,43 @@ def test_a_gap_in_the_log_is_listed_over_and_loses_nothing(tmp_path: Path) -> No
         launcher.stop(settings)
     assert reading.rows == Counter(range(30))
     assert Counter(calls.made)["get_partition_names"] == 1
+
+
+@pytest.mark.spark
+def test_a_spark_streaming_query_reads_new_partitions_from_the_log_after_one_listing(
+    spark: Any, events_metastore: MetastoreSettings, tmp_path: Path
+) -> None:
+    from sqlext.connectors.filesystem.streaming.source import register
+    from sqlext.connectors.filesystem.streaming.spec import FORMAT_NAME
+
+    with MetastoreClient(events_metastore.uri) as client:
+        table = _table(client, "events_spark", tmp_path / "hourly")
+        _commit(client, table, "00", range(0, 10))
+        spec = SourceSpec.of_table(table, events_metastore.uri, {})
+        register(spark)
+        frame = spark.readStream.format(FORMAT_NAME).schema(spec.schema_ddl()).option("spec", spec.to_json()).load()
+        query = (
+            frame.writeStream.format("memory")
+            .queryName("events_spark_rows")
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="200 milliseconds")
+            .start()
+        )
+
+        def ids() -> list[int]:
+            return sorted(row.id for row in spark.sql("SELECT id FROM events_spark_rows").collect())
+
+        try:
+            wait_for(lambda: ids() == list(range(10)), 120, what="the first partition read")
+            for hour, rows in (("01", range(10, 20)), ("02", range(20, 30)), ("03", range(30, 40))):
+                _commit(client, table, hour, rows)
+                wait_for(lambda rows=rows: ids() == list(range(rows.stop)), 120, what=f"hour {hour} read")
+            _commit(client, table, "01", range(40, 45), file="part-1")  # a re-commit: ALTER_PARTITION
+            wait_for(lambda: ids() == list(range(45)), 120, what="the re-commit read")
+        finally:
+            query.stop()
+    assert ids() == list(range(45))  # every row once
+    # The source's process listed the table once (its first poll); after it, each partition the log named was
+    # fetched by name, once: the first poll's, three new ones and the re-commit (the metastore's audit log).
+    assert _audited(events_metastore, "get_partition_names", "events_spark.hourly") == 1
+    assert _audited(events_metastore, "get_partitions_by_names", "events_spark.hourly") == 5
