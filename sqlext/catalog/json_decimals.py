@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from sqlext.catalog.nested_types import holds
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType
@@ -55,17 +57,9 @@ def unmarked(line: Column, marker: str | None) -> Column:
 
 
 def _holds_decimals(data_type: DataType) -> bool:
-    from pyspark.sql.types import ArrayType, DecimalType, MapType, StructType
+    from pyspark.sql.types import DecimalType
 
-    if isinstance(data_type, DecimalType):
-        return True
-    if isinstance(data_type, ArrayType):
-        return _holds_decimals(data_type.elementType)
-    if isinstance(data_type, MapType):
-        return _holds_decimals(data_type.valueType)
-    if isinstance(data_type, StructType):
-        return any(_holds_decimals(field.dataType) for field in data_type.fields)
-    return False
+    return holds(data_type, lambda leaf: isinstance(leaf, DecimalType))
 
 
 def _marked(column: Column, data_type: DataType, marker: str) -> Column:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from sqlext.catalog.nested_types import holds
 from sqlext.options import ConfigOption, enum_type
 
 if TYPE_CHECKING:
@@ -84,17 +85,7 @@ def _is_float(data_type: DataType) -> bool:
 
 
 def _holds_floats(data_type: DataType) -> bool:
-    from pyspark.sql.types import ArrayType, DoubleType, FloatType, MapType, StructType
-
-    if isinstance(data_type, DoubleType | FloatType):
-        return True
-    if isinstance(data_type, ArrayType):
-        return _holds_floats(data_type.elementType)
-    if isinstance(data_type, MapType):
-        return _holds_floats(data_type.valueType)
-    if isinstance(data_type, StructType):
-        return any(_holds_floats(field.dataType) for field in data_type.fields)
-    return False
+    return holds(data_type, _is_float)
 
 
 def _guarded(column: Column, data_type: DataType, name: str, where: str, mode: str, table: str) -> Column:

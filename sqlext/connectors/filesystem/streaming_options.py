@@ -89,6 +89,7 @@ STREAMING_SOURCE_READ_RECOMMITS_RETAINED = ConfigOption(
     "sqlext: with 'streaming-source.read-recommits', how many of the partitions read last the source's offset "
     "keeps the read files of (the offset is in every checkpoint, so this bounds its size: about 60 bytes a "
     "file). A re-commit of a partition read before those is not read, as in Flink.",
+    check=positive,
 )
 DISCOVERY_AUTO, DISCOVERY_LISTING = "auto", "listing"
 STREAMING_SOURCE_PARTITION_DISCOVERY = ConfigOption(

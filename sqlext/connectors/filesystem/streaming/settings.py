@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlext.connectors.filesystem import options as fso
 from sqlext.errors import OptionError, PartitionTimeError, ValidationError
-from sqlext.options import ConfigOption, Options
+from sqlext.options import Options
 from sqlext.table import TableDefinition
 
 DEFAULT_MONITOR_INTERVAL = timedelta(minutes=1)
@@ -44,7 +44,7 @@ class StreamingSourceSettings:
             order=order,
             start_offset=options.get(fso.STREAMING_SOURCE_CONSUME_START_OFFSET),
             read_recommits=bool(options.get(fso.STREAMING_SOURCE_READ_RECOMMITS)),
-            recommits_retained=_positive(options, fso.STREAMING_SOURCE_READ_RECOMMITS_RETAINED),
+            recommits_retained=int(options.get(fso.STREAMING_SOURCE_READ_RECOMMITS_RETAINED)),
         )
         settings.start_key()
         return settings
@@ -56,18 +56,6 @@ class StreamingSourceSettings:
         if self.start_offset is None:
             return 0
         return epoch_ms(_parse_offset_time(self.start_offset))
-
-
-def _positive(options: Options, option: ConfigOption[int]) -> int:
-    """An INT option that must be at least 1."""
-    value = int(options.get(option))
-    if value < 1:
-        raise OptionError(
-            f"Invalid value for option '{option.key}': '{value}'. It is a number of partitions, at least 1.",
-            option=option.key,
-            value=str(value),
-        )
-    return value
 
 
 def _parse_offset_time(text: str) -> datetime:
