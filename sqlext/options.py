@@ -190,6 +190,12 @@ def _parse_bool(text: str) -> bool:
     raise ValueError("'true' or 'false'")
 
 
+def is_true(raw: Mapping[str, str], key: str) -> bool:
+    """Whether a raw boolean format option is ``true`` (any case, spaces around); unset or another value: false
+    (the value was checked where the options were validated)."""
+    return raw.get(key, "false").strip().lower() == "true"
+
+
 def _parse_int(text: str) -> int:
     low, high = INT_RANGE
     if not _INTEGER.fullmatch(text):  # Java's Integer.parseInt: no spaces, no '_', no '.'

@@ -18,6 +18,7 @@ from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 from sqlext.errors import OptionError
+from sqlext.options import is_true
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -45,10 +46,6 @@ def _single_char(options: Mapping[str, str], key: str, default: str) -> str:
     if len(value) != 1:
         raise OptionError(f"Option 'csv.{key}' must be a single character, got '{value}'.", option=f"csv.{key}")
     return value
-
-
-def _enabled(options: Mapping[str, str], key: str) -> bool:
-    return options.get(key, "false").strip().lower() == "true"
 
 
 @dataclass(frozen=True)
@@ -81,14 +78,14 @@ class CsvTextForm:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> CsvTextForm:
         """From a table's ``csv.*`` options (prefix stripped)."""
-        quote = None if _enabled(options, "disable-quote-character") else _single_char(options, "quote-character", '"')
+        quote = None if is_true(options, "disable-quote-character") else _single_char(options, "quote-character", '"')
         form = cls(
             delimiter=_single_char(options, "field-delimiter", ","),
             escape=_single_char(options, "escape-character", "\\"),
             quote=quote,
             null_literal=options.get("null-literal", "\\N"),
-            ignore_parse_errors=_enabled(options, "ignore-parse-errors"),
-            allow_comments=_enabled(options, "allow-comments"),
+            ignore_parse_errors=is_true(options, "ignore-parse-errors"),
+            allow_comments=is_true(options, "allow-comments"),
             escape_declared="escape-character" in options,
         )
         special = {"field-delimiter": form.delimiter, "escape-character": form.escape}

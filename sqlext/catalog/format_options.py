@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlext.catalog.json_numbers import NON_FINITE_OPTION, non_finite_mode
 from sqlext.errors import OptionError
-from sqlext.options import BOOLEAN, STRING, ConfigOption, enum_type
+from sqlext.options import BOOLEAN, STRING, ConfigOption, enum_type, is_true
 
 #: json ``timestamp-format.standard``: Flink's values, compared case-sensitively as Flink does.
 JSON_TIMESTAMP_STANDARDS = ("SQL", "ISO-8601")
@@ -115,12 +115,8 @@ def check_format_options(fmt: str, options: Mapping[str, str], prefix: str = "")
         check_options(fmt, options, prefix)
 
 
-def _enabled(options: Mapping[str, str], key: str) -> bool:
-    return options.get(key, "false").strip().lower() == "true"
-
-
 def _check_csv(options: Mapping[str, str], prefix: str) -> None:
-    if _enabled(options, "disable-quote-character") and "quote-character" in options:
+    if is_true(options, "disable-quote-character") and "quote-character" in options:
         raise OptionError(
             f"Options '{prefix}csv.disable-quote-character' = 'true' and '{prefix}csv.quote-character' cannot be "
             "set together (Flink refuses them too): drop one of them.",
@@ -146,7 +142,7 @@ def _check_json(options: Mapping[str, str], prefix: str) -> None:
             option=f"{prefix}json.map-null-key.mode",
             value=mode,
         )
-    if _enabled(options, "fail-on-missing-field") and _enabled(options, "ignore-parse-errors"):
+    if is_true(options, "fail-on-missing-field") and is_true(options, "ignore-parse-errors"):
         raise OptionError(
             f"Options '{prefix}json.fail-on-missing-field' and '{prefix}json.ignore-parse-errors' cannot both be "
             "'true' (Flink refuses them too): a missing field would both fail and be skipped.",

@@ -30,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sqlext.catalog.csv_text import CsvTextForm, _enabled, utc_text
+from sqlext.catalog.csv_text import CsvTextForm, utc_text
 from sqlext.errors import OptionError, ValidationError
+from sqlext.options import is_true
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -186,7 +187,7 @@ def json_write_options(format_options: Mapping[str, str]) -> dict[str, str]:
         "timestampFormat": pattern,
         "timestampNTZFormat": pattern,
         "dateFormat": "yyyy-MM-dd",
-        "ignoreNullFields": str(_enabled(format_options, "encode.ignore-null-fields")).lower(),
+        "ignoreNullFields": str(is_true(format_options, "encode.ignore-null-fields")).lower(),
     }
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sqlext.catalog.nested_types import holds
+from sqlext.options import is_true
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -29,7 +30,7 @@ PLAIN_KEY = "encode.decimal-as-plain-number"
 
 def plain_decimals(format_options: Mapping[str, str]) -> bool:
     """Whether the table (``format_options``: its format's options, prefix stripped) asks for plain decimals."""
-    return format_options.get(PLAIN_KEY, "false").strip().lower() == "true"
+    return is_true(format_options, PLAIN_KEY)
 
 
 def mark_decimals(rows: DataFrame, keys: Sequence[str] = ()) -> tuple[DataFrame, str | None]:

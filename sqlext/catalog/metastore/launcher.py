@@ -142,7 +142,7 @@ class MetastoreSettings:
             kerberos_principal=v.get(kerberos.SERVER_PRINCIPAL) if v.get(kerberos.SERVER_KEYTAB) else None,
             kerberos_keytab=Path(v[kerberos.SERVER_KEYTAB]) if v.get(kerberos.SERVER_KEYTAB) else None,
             tls=ServerTls.from_values(v),
-            notifications=v.get(cfg.METASTORE_NOTIFICATIONS, "false").lower() == "true",
+            notifications=cfg.conf_flag(v, cfg.METASTORE_NOTIFICATIONS),
         )
 
     def __post_init__(self) -> None:

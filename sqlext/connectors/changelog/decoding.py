@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlext.catalog import changelog_formats as cf
+from sqlext.options import is_true
 from sqlext.table import Column, TableDefinition
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class ChangelogDecoding:
 
     @property
     def ignore_parse_errors(self) -> bool:
-        return self.options.get("ignore-parse-errors", "false").strip().lower() == "true"
+        return is_true(self.options, "ignore-parse-errors")
 
     def decode(
         self,
@@ -86,14 +87,14 @@ class ChangelogDecoding:
         messages = messages.where(F.col(_MESSAGE).isNotNull() & (F.trim(F.col(_MESSAGE)) != ""))
         messages = messages.select("*", parsed.alias("__sqlext_parsed"))
         root = F.col("__sqlext_parsed")
-        if self.fmt == cf.DEBEZIUM and _enabled(self.options, "schema-include"):
+        if self.fmt == cf.DEBEZIUM and is_true(self.options, "schema-include"):
             root = F.col("__sqlext_parsed.payload")
         events, event_error, included = _EVENTS[self.fmt](root, F.col(_MESSAGE), self.options)
         corrupt = F.col("__sqlext_parsed.__corrupt").isNotNull() | F.col("__sqlext_parsed").isNull()
         corrupt_text = F.format_string(f"Corrupt {_NAMES[self.fmt]} JSON message '%s'.", F.col(_MESSAGE))
         error = F.when(corrupt, corrupt_text).otherwise(event_error)
         readers = _meta_table()[self.fmt]
-        if self.fmt == cf.DEBEZIUM and _enabled(self.options, "schema-include"):
+        if self.fmt == cf.DEBEZIUM and is_true(self.options, "schema-include"):
             readers["schema"] = lambda _: F.col("__sqlext_parsed.schema")
         metadata = {key: readers[key](root).alias(meta_column(key)) for key in metadata_keys if key in readers}
         checked = self._checked(messages.where(included | corrupt), error)
@@ -117,7 +118,7 @@ class ChangelogDecoding:
 
     def _envelope(self) -> str:
         envelope = _ENVELOPES[self.fmt] + ", __corrupt string"
-        if self.fmt == cf.DEBEZIUM and _enabled(self.options, "schema-include"):
+        if self.fmt == cf.DEBEZIUM and is_true(self.options, "schema-include"):
             return f"schema string, payload struct<{_ENVELOPES[self.fmt]}>, __corrupt string"
         return envelope
 
@@ -138,10 +139,6 @@ _HINT = " Skip such messages with '{fmt}.ignore-parse-errors' = 'true'."
 def meta_column(key: str) -> str:
     """The column :meth:`ChangelogDecoding.decode` gives the format's metadata ``key`` (``source.table``)."""
     return "__sqlext_meta_" + key.replace(".", "_").replace("-", "_")
-
-
-def _enabled(options: Mapping[str, str], key: str) -> bool:
-    return options.get(key, "false").strip().lower() == "true"
 
 
 def _event(kind: str, row: SparkColumn, fallback: SparkColumn | None = None) -> SparkColumn:

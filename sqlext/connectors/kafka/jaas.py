@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sqlext.options import is_true
+
 KEY = "sasl.jaas.config"
 KRB5_LOGIN_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -34,7 +36,7 @@ class LoginModule:
 
     def flag_on(self, option: str) -> bool:
         """Whether a boolean option (``useKeyTab``, ``useTicketCache``) is ``true``."""
-        return self.options.get(option, "false").strip().lower() == "true"
+        return is_true(self.options, option)
 
 
 def _tokens(text: str) -> list[str]:
