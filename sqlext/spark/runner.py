@@ -98,12 +98,16 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
                 result = session.run(statement)
             except SqlextError as exc:
                 explained = memory.explain(exc.__cause__) if exc.__cause__ is not None else None
-                print(f"sqlext: error in {where}:\n{explained or exc.message}", file=sys.stderr)
-                return 1 if explained else stop_after_failed_statement(spark, started)
+                if explained:
+                    return _last_word(f"sqlext: error in {where}:\n{explained}")
+                print(f"sqlext: error in {where}:\n{exc.message}", file=sys.stderr)
+                return stop_after_failed_statement(spark, started)
             except Exception as exc:  # Spark's own errors for statements passed through
                 explained = memory.explain(exc)
-                print(f"sqlext: error in {where}:\n{explained or exc}", file=sys.stderr)
-                gone = explained is not None or memory.is_connection_loss(exc)  # no query left to stop
+                if explained is not None:
+                    return _last_word(f"sqlext: error in {where}:\n{explained}")
+                print(f"sqlext: error in {where}:\n{exc}", file=sys.stderr)
+                gone = memory.is_connection_loss(exc)  # no query left to stop
                 return 1 if gone else stop_after_failed_statement(spark, started)
             columns, rows = _columns_and_rows(result)
             if "job_id" in columns:
@@ -118,10 +122,18 @@ def run_script(text: str, conf: Mapping[str, str], source: str = "<script>") -> 
         if explained is None:
             raise
         _let_inserts_end(started)  # their own last log lines come first: this says what to do
-        print(f"sqlext: {explained}", file=sys.stderr)
-        return 1
+        return _last_word(f"sqlext: {explained}")
     finally:
         stop_unless_gone(spark)
+
+
+def _last_word(text: str) -> int:
+    """Print why the run ends, its JVM gone (out of memory), as the run's last line; exit code 1. Nothing is
+    logged after it: the threads still running (py4j's callback server, a commit that needed the JVM) would only
+    log the lost connection, under the line that says what to set."""
+    logging.disable(logging.CRITICAL)
+    print(text, file=sys.stderr, flush=True)
+    return 1
 
 
 def stop_unless_gone(spark: Any) -> None:
